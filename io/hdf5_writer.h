@@ -1,0 +1,68 @@
+// Result file: parallel HDF5, collective writes of each rank's window into
+// chunked, compressed datasets (ARCHITECTURE.md section 7).
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kernels/types.h"
+
+namespace tessera {
+
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<double>>;
+
+struct Attribute {
+    std::string name;
+    AttrValue value;
+};
+
+// Every rank of `comm` constructs it with the same arguments (collective).
+// The file is created as "<path>.tmp" and only renamed to `path` by commit().
+// Destroying an uncommitted writer closes and removes the temporary file.
+// Throws InputError(path, problem) if the output directory is missing or not writable.
+class Hdf5Writer {
+public:
+    Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int64_t cols);
+    ~Hdf5Writer();
+    Hdf5Writer(const Hdf5Writer&) = delete;
+    Hdf5Writer& operator=(const Hdf5Writer&) = delete;
+
+    // Collective: every rank calls each write with the same name, in the same
+    // order; `own` is this rank's window (may be empty), `data` row-major with
+    // row stride `stride` elements. Datasets are rows x cols, chunked
+    // (<= 512 x 512), shuffle + deflate(1). `fill` becomes _FillValue.
+    void write_f32(const std::string& name, const Window& own, const float* data, int64_t stride,
+                   const std::vector<Attribute>& attrs);
+    void write_u32(const std::string& name, const Window& own, const uint32_t* data, int64_t stride,
+                   const std::vector<Attribute>& attrs);
+    void write_i32(const std::string& name, const Window& own, const int32_t* data, int64_t stride,
+                   const std::vector<Attribute>& attrs);
+    void write_i8(const std::string& name, const Window& own, const int8_t* data, int64_t stride,
+                  const std::vector<Attribute>& attrs);
+    void write_u8(const std::string& name, const Window& own, const uint8_t* data, int64_t stride,
+                  const std::vector<Attribute>& attrs);
+
+    // Root-file attributes; collective, same values on every rank.
+    void write_attributes(const std::vector<Attribute>& attrs);
+
+    // Collective: close, and rank 0 renames "<path>.tmp" to path after every rank succeeded.
+    void commit();
+
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_, tmp_path_;
+    MPI_Comm comm_;
+    int64_t rows_, cols_;
+    int64_t file_ = -1;  // hid_t
+    bool committed_ = false;
+};
+
+// Summary of a result file for `tessera info`: datasets with shape and type,
+// and every root attribute, one per line.
+std::string describe_result(const std::string& path);
+
+}  // namespace tessera

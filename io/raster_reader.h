@@ -1,0 +1,56 @@
+// Windowed GDAL reads of the inputs (ARCHITECTURE.md section 7).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "kernels/types.h"
+
+namespace tessera {
+
+struct RasterInfo {
+    int64_t rows = 0, cols = 0;
+    int band_count = 0;
+    bool is_complex = false;               // complex64/128 (or CInt16/32): phase = arg
+    std::string data_type;                 // GDAL name, e.g. "Float32"
+    std::optional<double> nodata;          // of the selected band
+    bool has_geotransform = false;
+    std::array<double, 6> geotransform{0, 1, 0, 0, 0, 1};
+    std::string projection_wkt;            // empty when none
+};
+
+// One opened raster band. Throws InputError (file + problem) for: missing file,
+// not a raster GDAL can open, band out of range, unsupported data type.
+class RasterReader {
+public:
+    RasterReader(const std::string& path, int band);  // band is 1-based
+    ~RasterReader();
+    RasterReader(const RasterReader&) = delete;
+    RasterReader& operator=(const RasterReader&) = delete;
+
+    const RasterInfo& info() const { return info_; }
+    const std::string& path() const { return path_; }
+
+    // Wrapped phase of a window, row-major with row stride `stride` (>= w.cols).
+    // Real bands: the value; complex bands: atan2(im, re) in float32.
+    // Invalid (nodata value, NaN/Inf, complex 0+0i): phase[i] = 0 and valid[i] = 0; else valid[i] = 1.
+    void read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride) const;
+
+    // Any band as float32 (coherence); nodata/NaN -> 0.
+    void read_float(const Window& w, float* out, int64_t stride) const;
+
+    // Mask: nonzero = valid -> 1, zero or nodata -> 0.
+    void read_mask(const Window& w, uint8_t* out, int64_t stride) const;
+
+private:
+    std::string path_;
+    int band_;
+    RasterInfo info_;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,30 @@
+// Synthetic scenes with known truth (`tessera synth`), for the demo, tests and benchmarks.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+// Cases: "bowl" (smooth deformation bowls + ramp, light noise), "topo" (fractal
+// topography, coherence-dependent noise), "holes" (topo plus decorrelated holes
+// and a nodata river cutting the scene), "fringes" (noisy concentric fringes).
+struct SynthScene {
+    std::string name;
+    int64_t rows = 0, cols = 0;
+    std::vector<float> wrapped;    // in [-pi, pi); NaN where nodata (river)
+    std::vector<float> coherence;  // [0, 1]; 0 where nodata
+    std::vector<float> truth;      // unwrapped truth; wrapped = wrap(truth + noise); NaN where nodata
+};
+
+const std::vector<std::string>& synth_case_names();
+
+// Deterministic for (name, rows, cols, seed) on any machine (integer hash RNG, no std distributions).
+// Throws std::invalid_argument for an unknown case name or rows/cols < 2.
+SynthScene make_scene(const std::string& name, int64_t rows, int64_t cols, uint64_t seed);
+
+// Writes <dir>/<name>_wrapped.tif (nodata NaN), <name>_coherence.tif, <name>_truth.tif (nodata NaN).
+// Returns the path of the wrapped-phase file.
+std::string write_scene(const SynthScene& scene, const std::string& dir);
+
+}  // namespace tessera
