@@ -54,11 +54,16 @@ public:
     const std::string& path() const { return path_; }
 
 private:
+    template <typename T>
+    void write_dataset(const std::string& name, const Window& own, const T* data, int64_t stride,
+                       const std::vector<Attribute>& attrs);
+
     std::string path_, tmp_path_;
     MPI_Comm comm_;
     int64_t rows_, cols_;
     int64_t file_ = -1;  // hid_t
     bool committed_ = false;
+    bool failed_together_ = false;  // a failure was thrown on every rank alike
 };
 
 // Summary of a result file for `tessera info`: datasets with shape and type,

@@ -18,10 +18,33 @@ enum PixelFlag : uint8_t {
     kBlockRight = 1u << 0,  // edge (r,c)-(r,c+1) is crossed by a branch cut or touches invalid
     kBlockDown = 1u << 1,   // edge (r,c)-(r+1,c)
     kInvalid = 1u << 2,     // nodata / NaN / masked: phase taken as 0 (section 2)
+    kLowCoherence = 1u << 3,  // below --min-coherence: unwrapped, but label 0 (section 4)
 };
 
 // 2*pi as float32, the constant of section 4's output formula.
 inline constexpr float kTwoPiF = 6.2831855f;
 inline constexpr float kInvTwoPiF = 0.15915494f;
+
+}  // namespace tessera
+
+namespace tessera {
+
+// Rank-local pixel arrays of a region (row-major over `buf`, the own window plus a
+// one-pixel halo below and to the right where the image continues).
+struct RegionArrays {
+    int64_t H = 0, W = 0;  // image size
+    Window buf;
+    float* phase = nullptr;      // wrapped phase, 0 at invalid pixels
+    uint8_t* flags = nullptr;    // PixelFlag bits
+    uint32_t* label = nullptr;   // connected component, 0 = none
+    int32_t* cycles = nullptr;   // k, optional (may be null)
+    int64_t index(int64_t r, int64_t c) const { return (r - buf.row0) * buf.cols + (c - buf.col0); }
+};
+
+// Wrap count of the edge a -> b (section 2): float32, no contraction, ties to even.
+inline int32_t wrap_count(float phi_a, float phi_b) {
+    float d = phi_b - phi_a;
+    return static_cast<int32_t>(__builtin_rintf(d * kInvTwoPiF));
+}
 
 }  // namespace tessera

@@ -1,0 +1,387 @@
+// goldstein_ref: a standalone, single-threaded textbook Goldstein branch-cut phase unwrapper,
+// written from the description in Ghiglia & Pritt, "Two-Dimensional Phase Unwrapping" (1998),
+// section 4.2 (the book's goldstein.c program). It is the comparison baseline for speed and
+// accuracy, so it follows the book's algorithm step by step:
+//
+//   1. residues: sum of the four wrapped gradients around every 2x2 loop; the residue is
+//      stored at the loop's top-left pixel (POS_RES / NEG_RES bit flags);
+//   2. branch cuts: scan the image in raster order; from each unvisited residue grow boxes of
+//      size 3, 5, 7, ... up to the maximum box size around every "active" residue of the current
+//      tree; every residue found in a box is connected by a cut (Bresenham line of BRANCH_CUT
+//      bits) to the box centre and added to the active list (unvisited ones change the tree's
+//      charge); touching the border (image edge or an invalid pixel) connects the box centre to
+//      the nearest border pixel and balances the tree; a tree still unbalanced at the maximum
+//      box size is connected from its active residue nearest to the border;
+//   3. integration: flood fill (FIFO queue) from the first unvisited valid pixel, adding wrapped
+//      differences, never entering cut or invalid pixels; every disconnected region starts a new
+//      flood with its own arbitrary offset; finally the valid pixels on cuts are unwrapped from
+//      already unwrapped neighbours.
+//
+// Usage: goldstein_ref IN.f32 ROWS COLS OUT.f32 [--mask MASK.u8] [--max-box N] [--flags-out F.u8]
+//   IN.f32   raw float32 wrapped phase (radians), row-major ROWS x COLS, NaN = invalid
+//   OUT.f32  raw float32 unwrapped phase, NaN where invalid or not reached
+//   MASK.u8  optional raw uint8 mask, 0 = invalid
+//   N        maximum box size (odd sizes 3, 5, ... <= N are tried); default 60. (The book's
+//            goldstein.c default is (xsize + ysize) / 2; 60 bounds the cost on large images.)
+//   F.u8     (debugging) the final bit flags: 1 +res, 2 -res, 16 cut, 32 invalid, 64 unwrapped
+// Prints: goldstein_ref rows=.. cols=.. residues=.. seconds_unwrap=.. seconds_total=..
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Bit flags, one byte per pixel, as in the book.
+constexpr uint8_t kPosRes = 0x01;
+constexpr uint8_t kNegRes = 0x02;
+constexpr uint8_t kVisited = 0x04;  // residue belongs to a tree already
+constexpr uint8_t kActive = 0x08;   // residue is in the current tree's active list
+constexpr uint8_t kCut = 0x10;      // branch cut pixel
+constexpr uint8_t kBorder = 0x20;   // invalid pixel (NaN or mask == 0)
+constexpr uint8_t kUnwrapped = 0x40;  // solution assigned (set when the pixel enters the queue)
+constexpr uint8_t kRes = kPosRes | kNegRes;
+
+constexpr float kPi = 3.14159265358979323846f;
+constexpr float kTwoPi = 6.28318530717958647692f;
+
+// Wrapped difference a - b for a, b in [-pi, pi]: the book's Gradient().
+inline float grad(float a, float b) {
+    float d = a - b;
+    if (d > kPi)
+        d -= kTwoPi;
+    else if (d < -kPi)
+        d += kTwoPi;
+    return d;
+}
+
+[[noreturn]] void die(const std::string& msg) {
+    std::fprintf(stderr, "goldstein_ref: %s\n", msg.c_str());
+    std::exit(2);
+}
+
+template <class T>
+std::vector<T> read_raw(const char* path, size_t n) {
+    std::vector<T> v(n);
+    FILE* f = std::fopen(path, "rb");
+    if (!f) die(std::string("cannot open ") + path);
+    size_t got = std::fread(v.data(), sizeof(T), n, f);
+    std::fclose(f);
+    if (got != n) die(std::string("short read from ") + path);
+    return v;
+}
+
+void write_raw(const char* path, const std::vector<float>& v) {
+    FILE* f = std::fopen(path, "wb");
+    if (!f) die(std::string("cannot create ") + path);
+    size_t put = std::fwrite(v.data(), sizeof(float), v.size(), f);
+    if (std::fclose(f) != 0 || put != v.size()) die(std::string("write failed: ") + path);
+}
+
+struct Goldstein {
+    int H = 0, W = 0;
+    const float* ph = nullptr;  // wrapped phase in [-pi, pi)
+    uint8_t* fl = nullptr;      // bit flags
+    bool any_border = false;    // some pixel is invalid (else only the image edge is border)
+
+    // --- residues -----------------------------------------------------------------------------
+    int64_t residues() {
+        int64_t n = 0;
+        for (int r = 0; r + 1 < H; ++r) {
+            const float* p0 = ph + static_cast<size_t>(r) * W;
+            const float* p1 = p0 + W;
+            uint8_t* f0 = fl + static_cast<size_t>(r) * W;
+            const uint8_t* f1 = f0 + W;
+            for (int c = 0; c + 1 < W; ++c) {
+                if ((f0[c] | f0[c + 1] | f1[c] | f1[c + 1]) & kBorder) continue;
+                float s = grad(p0[c + 1], p0[c]) + grad(p1[c + 1], p0[c + 1]) +
+                          grad(p1[c], p1[c + 1]) + grad(p0[c], p1[c]);
+                if (s > kPi) {
+                    f0[c] |= kPosRes;
+                    ++n;
+                } else if (s < -kPi) {
+                    f0[c] |= kNegRes;
+                    ++n;
+                }
+            }
+        }
+        return n;
+    }
+
+    // --- branch cuts ---------------------------------------------------------------------------
+    // The book's PlaceCut: mark the pixels of the line (c0,r0)-(c1,r1) (8-connected, so a
+    // 4-connected integration path cannot cross it).
+    void place_cut(int c0, int r0, int c1, int r1) {
+        int dx = std::abs(c1 - c0), sx = c0 < c1 ? 1 : -1;
+        int dy = -std::abs(r1 - r0), sy = r0 < r1 ? 1 : -1;
+        int err = dx + dy;
+        for (;;) {
+            fl[static_cast<size_t>(r0) * W + c0] |= kCut;
+            if (c0 == c1 && r0 == r1) break;
+            int e2 = 2 * err;
+            if (e2 >= dy) {
+                err += dy;
+                c0 += sx;
+            }
+            if (e2 <= dx) {
+                err += dx;
+                r0 += sy;
+            }
+        }
+    }
+
+    // The book's DistToBorder: nearest border pixel (image edge or invalid pixel) to (c, r),
+    // Euclidean distance; returns the squared distance, or -1 if none is nearer than
+    // sqrt(limit2). Rings are searched outwards only as far as they can still improve.
+    int64_t dist_to_border(int c, int r, int64_t limit2, int* bc, int* br) const {
+        int64_t best2 = limit2;
+        bool found = false;
+        auto consider = [&](int cc, int rr) {
+            int64_t d2 = int64_t(cc - c) * (cc - c) + int64_t(rr - r) * (rr - r);
+            if (d2 < best2) {
+                best2 = d2;
+                *bc = cc;
+                *br = rr;
+                found = true;
+            }
+        };
+        // Image edges (ties: top, bottom, left, right).
+        consider(c, 0);
+        consider(c, H - 1);
+        consider(0, r);
+        consider(W - 1, r);
+        if (any_border) {
+            for (int rad = 0; int64_t(rad) * rad < best2; ++rad) {
+                int rlo = std::max(r - rad, 0), rhi = std::min(r + rad, H - 1);
+                for (int rr = rlo; rr <= rhi; ++rr) {
+                    const uint8_t* row = fl + static_cast<size_t>(rr) * W;
+                    if (rr == r - rad || rr == r + rad) {  // full top / bottom ring row
+                        int clo = std::max(c - rad, 0), chi = std::min(c + rad, W - 1);
+                        for (int cc = clo; cc <= chi; ++cc)
+                            if (row[cc] & kBorder) consider(cc, rr);
+                    } else {  // left and right ring columns only
+                        if (c - rad >= 0 && (row[c - rad] & kBorder)) consider(c - rad, rr);
+                        if (c + rad < W && (row[c + rad] & kBorder)) consider(c + rad, rr);
+                    }
+                }
+            }
+        }
+        return found ? best2 : -1;
+    }
+
+    void branch_cuts(int max_box) {
+        std::vector<int64_t> active;
+        active.reserve(4096);
+        const int64_t N = int64_t(H) * W;
+        const int64_t far2 = int64_t(H) * H + int64_t(W) * W + 1;
+        for (int64_t k0 = 0; k0 < N; ++k0) {
+            if (!(fl[k0] & kRes) || (fl[k0] & kVisited)) continue;
+            fl[k0] |= kVisited | kActive;
+            int charge = (fl[k0] & kPosRes) ? 1 : -1;
+            active.clear();
+            active.push_back(k0);
+            bool balanced = false;
+            for (int bs = 3; bs <= max_box && !balanced; bs += 2) {
+                const int h = bs / 2;
+                // The active list grows while it is scanned: new residues get a box of this size too.
+                for (size_t a = 0; a < active.size() && !balanced; ++a) {
+                    const int cr = static_cast<int>(active[a] / W), cc = static_cast<int>(active[a] % W);
+                    const int rlo = std::max(cr - h, 0), rhi = std::min(cr + h, H - 1);
+                    const int clo = std::max(cc - h, 0), chi = std::min(cc + h, W - 1);
+                    for (int r = rlo; r <= rhi && !balanced; ++r) {
+                        uint8_t* row = fl + static_cast<size_t>(r) * W;
+                        const bool edge_row = (r == 0 || r == H - 1);
+                        for (int c = clo; c <= chi; ++c) {
+                            const uint8_t f = row[c];
+                            if (edge_row || c == 0 || c == W - 1 || (f & kBorder)) {
+                                // Border in the box: cut from the box centre to the nearest border.
+                                int bc = c, br = r;
+                                dist_to_border(cc, cr, far2, &bc, &br);
+                                place_cut(cc, cr, bc, br);
+                                charge = 0;
+                                balanced = true;
+                                break;
+                            }
+                            if ((f & kRes) && !(f & kActive)) {
+                                if (!(f & kVisited)) charge += (f & kPosRes) ? 1 : -1;
+                                row[c] = f | kVisited | kActive;
+                                active.push_back(int64_t(r) * W + c);
+                                place_cut(cc, cr, c, r);
+                                if (charge == 0) {
+                                    balanced = true;
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if (!balanced) {
+                // Still charged at the maximum box size: connect the active residue nearest to
+                // the border to it.
+                int64_t best2 = far2;
+                int fc = 0, fr = 0, tc = 0, tr = 0;
+                for (int64_t k : active) {
+                    const int r = static_cast<int>(k / W), c = static_cast<int>(k % W);
+                    int bc, br;
+                    int64_t d2 = dist_to_border(c, r, best2, &bc, &br);
+                    if (d2 >= 0) {
+                        best2 = d2;
+                        fc = c;
+                        fr = r;
+                        tc = bc;
+                        tr = br;
+                    }
+                }
+                place_cut(fc, fr, tc, tr);
+            }
+            for (int64_t k : active) fl[k] &= static_cast<uint8_t>(~kActive);
+        }
+    }
+
+    // --- integration ---------------------------------------------------------------------------
+    // Flood fill around the cuts. soln must be NaN-initialised; q has room for H*W indices.
+    void integrate(float* soln, uint32_t* q) {
+        const int64_t N = int64_t(H) * W;
+        constexpr uint8_t kStop = kBorder | kCut | kUnwrapped;
+        for (int64_t s = 0; s < N; ++s) {
+            if (fl[s] & kStop) continue;
+            soln[s] = ph[s];  // a new region: arbitrary offset
+            fl[s] |= kUnwrapped;
+            int64_t head = 0, tail = 0;
+            q[tail++] = static_cast<uint32_t>(s);
+            while (head < tail) {
+                const int64_t k = q[head++];
+                const int r = static_cast<int>(k / W), c = static_cast<int>(k - int64_t(r) * W);
+                const float sk = soln[k], pk = ph[k];
+                auto visit = [&](int64_t n) {
+                    if (fl[n] & kStop) return;
+                    soln[n] = sk + grad(ph[n], pk);
+                    fl[n] |= kUnwrapped;
+                    q[tail++] = static_cast<uint32_t>(n);
+                };
+                if (c > 0) visit(k - 1);
+                if (c + 1 < W) visit(k + 1);
+                if (r > 0) visit(k - W);
+                if (r + 1 < H) visit(k + W);
+            }
+        }
+        // Valid pixels on cuts: unwrap from an unwrapped neighbour (raster pass), then keep
+        // spreading along the cuts from those.
+        int64_t head = 0, tail = 0;
+        for (int64_t k = 0; k < N; ++k) {
+            if ((fl[k] & (kCut | kBorder | kUnwrapped)) != kCut) continue;
+            const int r = static_cast<int>(k / W), c = static_cast<int>(k - int64_t(r) * W);
+            int64_t n = -1;
+            if (c > 0 && (fl[k - 1] & kUnwrapped)) n = k - 1;
+            else if (c + 1 < W && (fl[k + 1] & kUnwrapped)) n = k + 1;
+            else if (r > 0 && (fl[k - W] & kUnwrapped)) n = k - W;
+            else if (r + 1 < H && (fl[k + W] & kUnwrapped)) n = k + W;
+            if (n < 0) continue;
+            soln[k] = soln[n] + grad(ph[k], ph[n]);
+            fl[k] |= kUnwrapped;
+            q[tail++] = static_cast<uint32_t>(k);
+        }
+        while (head < tail) {
+            const int64_t k = q[head++];
+            const int r = static_cast<int>(k / W), c = static_cast<int>(k - int64_t(r) * W);
+            auto visit = [&](int64_t n) {
+                if ((fl[n] & (kCut | kBorder | kUnwrapped)) != kCut) return;
+                soln[n] = soln[k] + grad(ph[n], ph[k]);
+                fl[n] |= kUnwrapped;
+                q[tail++] = static_cast<uint32_t>(n);
+            };
+            if (c > 0) visit(k - 1);
+            if (c + 1 < W) visit(k + 1);
+            if (r > 0) visit(k - W);
+            if (r + 1 < H) visit(k + W);
+        }
+    }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using clk = std::chrono::steady_clock;
+    const auto t_start = clk::now();
+    if (argc < 5) {
+        std::fprintf(stderr,
+                     "usage: goldstein_ref IN.f32 ROWS COLS OUT.f32 [--mask MASK.u8] [--max-box N] "
+                     "[--flags-out FLAGS.u8]\n");
+        return 2;
+    }
+    const char* in_path = argv[1];
+    const long rows_l = std::strtol(argv[2], nullptr, 10), cols_l = std::strtol(argv[3], nullptr, 10);
+    const char* out_path = argv[4];
+    const char* mask_path = nullptr;
+    const char* flags_path = nullptr;
+    int max_box = 60;
+    for (int i = 5; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--mask" && i + 1 < argc)
+            mask_path = argv[++i];
+        else if (a == "--flags-out" && i + 1 < argc)
+            flags_path = argv[++i];
+        else if (a == "--max-box" && i + 1 < argc)
+            max_box = std::atoi(argv[++i]);
+        else
+            die("unknown argument " + a);
+    }
+    if (rows_l < 2 || cols_l < 2 || rows_l > (1L << 30) || cols_l > (1L << 30) ||
+        rows_l * cols_l >= (1L << 32))
+        die("bad ROWS/COLS (need >= 2 each, fewer than 2^32 pixels)");
+    if (max_box < 3) die("--max-box must be >= 3");
+    const int H = static_cast<int>(rows_l), W = static_cast<int>(cols_l);
+    const size_t N = size_t(H) * size_t(W);
+
+    std::vector<float> ph = read_raw<float>(in_path, N);
+    std::vector<uint8_t> fl(N, 0);
+    if (mask_path) {
+        std::vector<uint8_t> m = read_raw<uint8_t>(mask_path, N);
+        for (size_t k = 0; k < N; ++k)
+            if (m[k] == 0) fl[k] = kBorder;
+    }
+
+    // Work arrays, allocated once (the queue holds every pixel at most once per pass).
+    std::vector<float> soln(N, std::numeric_limits<float>::quiet_NaN());
+    std::vector<uint32_t> q(N);
+
+    const auto t0 = clk::now();
+    Goldstein g;
+    g.H = H;
+    g.W = W;
+    g.ph = ph.data();
+    g.fl = fl.data();
+    // Invalid pixels are border; valid values outside [-pi, pi) are wrapped into it.
+    for (size_t k = 0; k < N; ++k) {
+        float v = ph[k];
+        if (!std::isfinite(v)) {
+            fl[k] = kBorder;
+        } else if (v < -kPi || v >= kPi) {
+            double w = double(v) - 2.0 * M_PI * std::floor((double(v) + M_PI) / (2.0 * M_PI));
+            ph[k] = std::clamp(static_cast<float>(w), -kPi, kPi);
+        }
+        if (fl[k] & kBorder) g.any_border = true;
+    }
+    const int64_t nres = g.residues();
+    g.branch_cuts(max_box);
+    g.integrate(soln.data(), q.data());
+    const auto t1 = clk::now();
+
+    write_raw(out_path, soln);
+    if (flags_path) {
+        FILE* f = std::fopen(flags_path, "wb");
+        if (!f || std::fwrite(fl.data(), 1, N, f) != N || std::fclose(f) != 0) die("cannot write flags");
+    }
+    const auto t_end = clk::now();
+    std::printf("goldstein_ref rows=%d cols=%d residues=%lld seconds_unwrap=%.4f seconds_total=%.4f\n", H,
+                W, static_cast<long long>(nres), std::chrono::duration<double>(t1 - t0).count(),
+                std::chrono::duration<double>(t_end - t_start).count());
+    return 0;
+}

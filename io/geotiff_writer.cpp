@@ -1,0 +1,170 @@
+// Whole-image GeoTIFF output (optional result copy, synthetic scenes).
+#include "io/geotiff_writer.h"
+
+#include <gdal_priv.h>
+#include <cpl_error.h>
+#include <cpl_string.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/input_error.h"
+
+namespace tessera {
+
+namespace {
+
+void register_gdal_once() {
+    static std::once_flag once;
+    std::call_once(once, [] { GDALAllRegister(); });
+}
+
+// Keeps GDAL quiet on stderr while alive and remembers the first failure.
+class QuietGdal {
+public:
+    QuietGdal() { CPLPushErrorHandlerEx(&QuietGdal::handler, this); }
+    ~QuietGdal() { CPLPopErrorHandler(); }
+    QuietGdal(const QuietGdal&) = delete;
+    QuietGdal& operator=(const QuietGdal&) = delete;
+
+    bool failed() const { return failures_ > 0; }
+    const std::string& message() const { return first_; }
+
+private:
+    static void CPL_STDCALL handler(CPLErr cls, CPLErrorNum, const char* msg) {
+        auto* self = static_cast<QuietGdal*>(CPLGetErrorHandlerUserData());
+        if (self == nullptr || cls < CE_Failure) return;
+        if (self->failures_++ == 0 && msg != nullptr) self->first_ = msg;
+    }
+    int failures_ = 0;
+    std::string first_;
+};
+
+void check_output_dir(const std::string& path) {
+    namespace fs = std::filesystem;
+    if (path.empty()) throw InputError(path, "empty output path");
+    std::string dir = fs::path(path).parent_path().string();
+    if (dir.empty()) dir = ".";
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) {
+        throw InputError(path, "output directory " + dir + " does not exist");
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        throw InputError(path, "output directory " + dir + " is not a directory");
+    }
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+        throw InputError(path, "output directory " + dir + " is not writable");
+    }
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        throw InputError(path, "output path is a directory");
+    }
+}
+
+void write_single_band(const std::string& path, int64_t rows, int64_t cols, const void* data,
+                       GDALDataType type, size_t elem, const GeoRef& geo,
+                       std::optional<double> nodata) {
+    if (rows < 1 || cols < 1) {
+        throw InputError(path, "cannot write an empty " + std::to_string(rows) + "x" +
+                                   std::to_string(cols) + " image");
+    }
+    if (rows > INT_MAX || cols > INT_MAX) {
+        throw InputError(path, "image of " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                   " pixels is too large for GeoTIFF");
+    }
+    check_output_dir(path);
+    register_gdal_once();
+
+    const std::string tmp = path + ".tmp";
+    std::remove(tmp.c_str());  // a stale one from an earlier failed run
+
+    auto fail = [&](const std::string& problem, const QuietGdal& quiet) {
+        std::remove(tmp.c_str());
+        std::string msg = problem;
+        if (!quiet.message().empty()) msg += " (" + quiet.message() + ")";
+        throw InputError(path, msg);
+    };
+
+    {
+        QuietGdal quiet;
+        GDALDriver* drv = GetGDALDriverManager()->GetDriverByName("GTiff");
+        if (drv == nullptr) fail("GDAL has no GTiff driver", quiet);
+
+        CPLStringList opts;
+        opts.SetNameValue("TILED", "YES");
+        opts.SetNameValue("BLOCKXSIZE", "256");
+        opts.SetNameValue("BLOCKYSIZE", "256");
+        opts.SetNameValue("COMPRESS", "DEFLATE");
+        opts.SetNameValue("ZLEVEL", "1");
+        opts.SetNameValue("BIGTIFF", "IF_SAFER");
+        opts.SetNameValue("NUM_THREADS", "ALL_CPUS");
+
+        GDALDatasetUniquePtr ds(drv->Create(tmp.c_str(), static_cast<int>(cols),
+                                            static_cast<int>(rows), 1, type, opts.List()));
+        if (!ds) fail("cannot create " + tmp, quiet);
+
+        if (geo.has_geotransform) {
+            double gt[6];
+            std::copy(geo.geotransform.begin(), geo.geotransform.end(), gt);
+            if (ds->SetGeoTransform(gt) != CE_None) {
+                ds.reset();
+                fail("cannot set the geotransform", quiet);
+            }
+        }
+        if (!geo.projection_wkt.empty() && ds->SetProjection(geo.projection_wkt.c_str()) != CE_None) {
+            ds.reset();
+            fail("cannot set the projection", quiet);
+        }
+        GDALRasterBand* band = ds->GetRasterBand(1);
+        if (nodata && band->SetNoDataValue(*nodata) != CE_None) {
+            ds.reset();
+            fail("cannot set the nodata value", quiet);
+        }
+
+        // One row of tiles at a time, so complete tiles are compressed and flushed as we go.
+        const auto* bytes = static_cast<const unsigned char*>(data);
+        const int64_t strip = 256;
+        for (int64_t r0 = 0; r0 < rows; r0 += strip) {
+            const int64_t nr = std::min(strip, rows - r0);
+            void* src = const_cast<unsigned char*>(bytes + static_cast<size_t>(r0 * cols) * elem);
+            const CPLErr err =
+                band->RasterIO(GF_Write, 0, static_cast<int>(r0), static_cast<int>(cols),
+                               static_cast<int>(nr), src, static_cast<int>(cols),
+                               static_cast<int>(nr), type, 0, 0, nullptr);
+            if (err != CE_None || quiet.failed()) {
+                ds.reset();
+                fail("write failed at row " + std::to_string(r0), quiet);
+            }
+        }
+        ds.reset();  // flushes and closes; failures land in `quiet`
+        if (quiet.failed()) fail("write failed while closing", quiet);
+    }
+
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int e = errno;
+        std::remove(tmp.c_str());
+        throw InputError(path, std::string("cannot rename the finished temporary file: ") +
+                                   std::strerror(e));
+    }
+}
+
+}  // namespace
+
+void write_geotiff_f32(const std::string& path, int64_t rows, int64_t cols, const float* data,
+                       const GeoRef& geo, std::optional<double> nodata) {
+    write_single_band(path, rows, cols, data, GDT_Float32, sizeof(float), geo, nodata);
+}
+
+void write_geotiff_u32(const std::string& path, int64_t rows, int64_t cols, const uint32_t* data,
+                       const GeoRef& geo, std::optional<double> nodata) {
+    write_single_band(path, rows, cols, data, GDT_UInt32, sizeof(uint32_t), geo, nodata);
+}
+
+}  // namespace tessera

@@ -1,0 +1,660 @@
+// Parallel HDF5 result writer (ARCHITECTURE.md section 7): every rank writes its
+// own window of each dataset collectively into a chunked, shuffle+deflate
+// compressed dataset of "<path>.tmp"; commit() renames it to `path` only after
+// every rank closed the file successfully.
+//
+// Error discipline: every failure is agreed on by all ranks of the communicator
+// (one MPI_Allreduce, plus a broadcast of the message on the failure path) before
+// anything is thrown, so every rank throws the same exception with the same text
+// and no rank is left waiting in a collective call.
+#include "io/hdf5_writer.h"
+
+#include <hdf5.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <type_traits>
+
+#include "io/input_error.h"
+
+namespace tessera {
+namespace {
+
+// ---------------------------------------------------------------------------
+// HDF5 handles and error text
+
+// Owns one hid_t and closes it with the matching H5?close.
+class Handle {
+public:
+    Handle() = default;
+    Handle(hid_t id, herr_t (*closer)(hid_t)) : id_(id), closer_(closer) {}
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    Handle(Handle&& o) noexcept : id_(o.id_), closer_(o.closer_) { o.id_ = -1; }
+    Handle& operator=(Handle&& o) noexcept {
+        if (this != &o) {
+            reset(o.id_, o.closer_);
+            o.id_ = -1;
+        }
+        return *this;
+    }
+    ~Handle() { reset(); }
+    void reset(hid_t id = -1, herr_t (*closer)(hid_t) = nullptr) {
+        if (id_ >= 0 && closer_) closer_(id_);
+        id_ = id;
+        closer_ = closer;
+    }
+    hid_t get() const { return id_; }
+    bool ok() const { return id_ >= 0; }
+
+private:
+    hid_t id_ = -1;
+    herr_t (*closer_)(hid_t) = nullptr;
+};
+
+void silence_hdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+// The innermost entry of the current HDF5 error stack, e.g.
+// "H5Dcreate2: unable to create dataset (already exists)"; empty when the stack is empty.
+std::string hdf5_error_detail() {
+    struct Acc {
+        std::string text;
+    } acc;
+    H5Ewalk2(
+        H5E_DEFAULT, H5E_WALK_UPWARD,
+        [](unsigned n, const H5E_error2_t* e, void* data) -> herr_t {
+            if (n != 0) return 0;  // upward walk: entry 0 is the innermost
+            auto* a = static_cast<Acc*>(data);
+            char minor[128] = "";
+            H5Eget_msg(e->min_num, nullptr, minor, sizeof minor);
+            a->text = std::string(e->func_name ? e->func_name : "?") + ": " +
+                      (e->desc ? e->desc : "") + (minor[0] ? std::string(" (") + minor + ")" : "");
+            return 0;
+        },
+        &acc);
+    H5Eclear2(H5E_DEFAULT);
+    return acc.text;
+}
+
+// "what failed" + HDF5's innermost reason.
+std::string hdf5_failure(const std::string& what) {
+    std::string detail = hdf5_error_detail();
+    return detail.empty() ? what : what + ": " + detail;
+}
+
+// ---------------------------------------------------------------------------
+// Agreement across ranks
+
+enum class FailKind : int { kNone = 0, kInput = 1, kRuntime = 2, kInvalidArg = 3, kLogic = 4 };
+
+struct Failure {
+    FailKind kind = FailKind::kNone;
+    std::string message;  // for kInput: the problem only (the file is added when thrown)
+    explicit operator bool() const { return kind != FailKind::kNone; }
+};
+
+// Collective: returns the failure of the lowest failing rank on every rank
+// (kNone everywhere when no rank failed). Costs one MPI_Allreduce on success.
+Failure agree(MPI_Comm comm, const Failure& local) {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    int mine = local ? rank : INT_MAX, first = INT_MAX;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+    if (first == INT_MAX) return {};
+    int header[2] = {static_cast<int>(local.kind), static_cast<int>(local.message.size())};
+    MPI_Bcast(header, 2, MPI_INT, first, comm);
+    Failure out;
+    out.kind = static_cast<FailKind>(header[0]);
+    out.message = rank == first ? local.message : std::string(static_cast<size_t>(header[1]), '\0');
+    if (header[1] > 0) MPI_Bcast(out.message.data(), header[1], MPI_CHAR, first, comm);
+    return out;
+}
+
+[[noreturn]] void throw_failure(const Failure& f, const std::string& path) {
+    switch (f.kind) {
+        case FailKind::kInput: throw InputError(path, f.message);
+        case FailKind::kInvalidArg: throw std::invalid_argument(f.message);
+        case FailKind::kLogic: throw std::logic_error(f.message);
+        default: throw std::runtime_error(f.message);
+    }
+}
+
+bool mpi_usable() {
+    int finalized = 0, initialized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    return initialized && !finalized;
+}
+
+// ---------------------------------------------------------------------------
+// Output directory check (rank 0 only)
+
+std::string check_output_dir(const std::string& path, const std::string& tmp_path) {
+    namespace fs = std::filesystem;
+    std::string dir = fs::path(path).parent_path().string();
+    if (dir.empty()) dir = ".";
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0) {
+        if (errno == ENOTDIR) return "output directory '" + dir + "' is not a directory";
+        if (errno == EACCES) return "output directory '" + dir + "' is not accessible";
+        return "output directory '" + dir + "' does not exist";
+    }
+    if (!S_ISDIR(st.st_mode)) return "output directory '" + dir + "' is not a directory";
+    if (access(dir.c_str(), W_OK | X_OK) != 0)
+        return "output directory '" + dir + "' is not writable";
+    // access() says yes to root on any directory that is not on a read-only
+    // file system (/proc, a chmod 000 directory): try creating the file itself.
+    FILE* probe = std::fopen(tmp_path.c_str(), "wb");
+    if (!probe) {
+        int e = errno;
+        if (e == EISDIR) return "'" + tmp_path + "' is a directory";
+        return "output directory '" + dir + "' is not writable (" + std::strerror(e) + ")";
+    }
+    std::fclose(probe);
+    std::remove(tmp_path.c_str());
+    return {};
+}
+
+// ---------------------------------------------------------------------------
+// Attributes
+
+// Fixed-length, null-terminated string type of `s` (ASCII when it is, UTF-8 otherwise).
+Handle string_type(const std::string& s) {
+    Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
+    if (!t.ok()) return t;
+    bool ascii = true;
+    for (unsigned char ch : s) ascii = ascii && ch < 0x80;
+    if (H5Tset_size(t.get(), s.size() + 1) < 0 || H5Tset_strpad(t.get(), H5T_STR_NULLTERM) < 0 ||
+        H5Tset_cset(t.get(), ascii ? H5T_CSET_ASCII : H5T_CSET_UTF8) < 0)
+        t.reset();
+    return t;
+}
+
+// Writes one attribute on `obj`; returns an error text or "".
+std::string write_attribute(hid_t obj, const Attribute& a) {
+    if (a.name.empty()) return "attribute with an empty name";
+    if (H5Aexists(obj, a.name.c_str()) > 0 && H5Adelete(obj, a.name.c_str()) < 0)
+        return hdf5_failure("cannot replace attribute '" + a.name + "'");
+    H5Eclear2(H5E_DEFAULT);
+    Handle space, type;
+    const void* buf = nullptr;
+    hid_t mem_type = -1;
+    if (const auto* i = std::get_if<int64_t>(&a.value)) {
+        space.reset(H5Screate(H5S_SCALAR), H5Sclose);
+        mem_type = H5T_NATIVE_INT64;
+        buf = i;
+    } else if (const auto* d = std::get_if<double>(&a.value)) {
+        space.reset(H5Screate(H5S_SCALAR), H5Sclose);
+        mem_type = H5T_NATIVE_DOUBLE;
+        buf = d;
+    } else if (const auto* s = std::get_if<std::string>(&a.value)) {
+        space.reset(H5Screate(H5S_SCALAR), H5Sclose);
+        type = string_type(*s);
+        if (!type.ok()) return hdf5_failure("cannot make string type for attribute '" + a.name + "'");
+        mem_type = type.get();
+        buf = s->c_str();  // size()+1 bytes including the terminating NUL
+    } else {
+        const auto& v = std::get<std::vector<double>>(a.value);
+        if (v.empty()) {
+            space.reset(H5Screate(H5S_NULL), H5Sclose);
+        } else {
+            hsize_t n = v.size();
+            space.reset(H5Screate_simple(1, &n, nullptr), H5Sclose);
+        }
+        mem_type = H5T_NATIVE_DOUBLE;
+        buf = v.data();
+    }
+    if (!space.ok()) return hdf5_failure("cannot make dataspace for attribute '" + a.name + "'");
+    // Stored in the native type (little-endian on every host we run on).
+    Handle attr(H5Acreate2(obj, a.name.c_str(), mem_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                H5Aclose);
+    if (!attr.ok()) return hdf5_failure("cannot create attribute '" + a.name + "'");
+    if (H5Sget_simple_extent_type(space.get()) != H5S_NULL && H5Awrite(attr.get(), mem_type, buf) < 0)
+        return hdf5_failure("cannot write attribute '" + a.name + "'");
+    return {};
+}
+
+std::string write_attributes_on(hid_t obj, const std::vector<Attribute>& attrs) {
+    for (const auto& a : attrs) {
+        std::string err = write_attribute(obj, a);
+        if (!err.empty()) return err;
+    }
+    return {};
+}
+
+// ---------------------------------------------------------------------------
+// Dataset writes
+
+template <typename T>
+hid_t native_type() {
+    if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
+    else if constexpr (std::is_same_v<T, uint32_t>) return H5T_NATIVE_UINT32;
+    else if constexpr (std::is_same_v<T, int32_t>) return H5T_NATIVE_INT32;
+    else if constexpr (std::is_same_v<T, int8_t>) return H5T_NATIVE_INT8;
+    else return H5T_NATIVE_UINT8;
+}
+
+std::string check_window(const std::string& name, const Window& own, const void* data,
+                         int64_t stride, int64_t rows, int64_t cols) {
+    std::ostringstream os;
+    if (name.empty() || name.find('/') != std::string::npos) {
+        os << "dataset name '" << name << "' must be non-empty and contain no '/'";
+    } else if (own.rows < 0 || own.cols < 0) {
+        os << "negative window size " << own.rows << " x " << own.cols << " for dataset '" << name << "'";
+    } else if (own.size() > 0) {
+        if (own.row0 < 0 || own.col0 < 0 || own.row0 + own.rows > rows || own.col0 + own.cols > cols)
+            os << "window rows [" << own.row0 << ", " << own.row0 + own.rows << ") cols [" << own.col0
+               << ", " << own.col0 + own.cols << ") is outside the " << rows << " x " << cols
+               << " dataset '" << name << "'";
+        else if (stride < own.cols)
+            os << "row stride " << stride << " < window width " << own.cols << " for dataset '" << name << "'";
+        else if (!data)
+            os << "null data for a non-empty window of dataset '" << name << "'";
+    }
+    return os.str();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Hdf5Writer
+
+Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int64_t cols)
+    : path_(path), tmp_path_(path + ".tmp"), comm_(comm), rows_(rows), cols_(cols) {
+    // Same arguments on every rank, so every rank throws here alike.
+    if (rows <= 0 || cols <= 0)
+        throw std::invalid_argument("Hdf5Writer: image size " + std::to_string(rows) + " x " +
+                                    std::to_string(cols) + " is empty");
+    if (path.empty()) throw std::invalid_argument("Hdf5Writer: empty output path");
+    silence_hdf5();
+    int rank = 0;
+    MPI_Comm_rank(comm_, &rank);
+
+    // 1. Output directory (rank 0 decides, every rank throws the same).
+    Failure local;
+    if (rank == 0) {
+        std::string problem = check_output_dir(path_, tmp_path_);
+        if (!problem.empty()) local = {FailKind::kInput, problem};
+    }
+    if (Failure f = agree(comm_, local)) throw_failure(f, path_);
+
+    // 2. Create "<path>.tmp" collectively with the MPI-IO driver.
+    local = {};
+    {
+        Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+        hid_t fid = -1;
+        if (!fapl.ok() || H5Pset_fapl_mpio(fapl.get(), comm_, MPI_INFO_NULL) < 0 ||
+            // 1.8 object format at least: attributes larger than 64 KiB go to dense storage.
+            H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V110) < 0 ||
+            H5Pset_coll_metadata_write(fapl.get(), true) < 0) {
+            local = {FailKind::kRuntime, hdf5_failure("HDF5: cannot set up parallel file access")};
+        } else {
+            fid = H5Fcreate(tmp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
+            if (fid < 0)
+                local = {FailKind::kRuntime, hdf5_failure("HDF5: cannot create '" + tmp_path_ + "'")};
+        }
+        file_ = fid;
+    }
+    if (Failure f = agree(comm_, local)) {
+        if (file_ >= 0) H5Fclose(static_cast<hid_t>(file_));  // only if a rank disagrees
+        file_ = -1;
+        if (rank == 0) std::remove(tmp_path_.c_str());
+        throw_failure(f, path_);
+    }
+}
+
+Hdf5Writer::~Hdf5Writer() {
+    if (committed_ || !mpi_usable()) return;
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm_, &rank);
+    MPI_Comm_size(comm_, &size);
+    if (file_ >= 0) {
+        // H5Fclose is collective under MPI-IO. When this destructor runs while an
+        // exception thrown by someone else unwinds the stack, the other ranks may
+        // never get here and a close would hang this rank before it can report
+        // (section 7: the failing rank aborts the job). Then the handle is left
+        // open: MPI_Abort ends the process, and an orderly MPI_Finalize on every
+        // rank closes it through HDF5's own shutdown. Our own exceptions are
+        // thrown on every rank alike, so closing after them is safe.
+        bool unwinding = std::uncaught_exceptions() > 0;
+        if (size == 1 || !unwinding || failed_together_) H5Fclose(static_cast<hid_t>(file_));
+        H5Eclear2(H5E_DEFAULT);
+        file_ = -1;
+    }
+    if (rank == 0) std::remove(tmp_path_.c_str());  // unlinking an open file is fine on POSIX
+}
+
+template <typename T>
+void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const T* data,
+                               int64_t stride, const std::vector<Attribute>& attrs) {
+    Failure local;
+    if (committed_ || file_ < 0)
+        local = {FailKind::kLogic, "Hdf5Writer: write of '" + name + "' after commit()"};
+    else if (std::string e = check_window(name, own, data, stride, rows_, cols_); !e.empty())
+        local = {FailKind::kInvalidArg, "Hdf5Writer: " + e};
+    if (Failure f = agree(comm_, local)) {
+        failed_together_ = true;
+        throw_failure(f, path_);
+    }
+
+    const hid_t type = native_type<T>();
+    const std::string where = "HDF5: dataset '" + name + "' of '" + tmp_path_ + "'";
+    auto fail = [&](const std::string& what) { local = {FailKind::kRuntime, hdf5_failure(where + ": " + what)}; };
+
+    // Every step is collective and fails alike on every rank; the first failure
+    // skips the rest and the verdict is agreed on below.
+    do {
+        hsize_t dims[2] = {static_cast<hsize_t>(rows_), static_cast<hsize_t>(cols_)};
+        hsize_t chunk[2] = {std::min<hsize_t>(512, dims[0]), std::min<hsize_t>(512, dims[1])};
+        Handle fspace(H5Screate_simple(2, dims, nullptr), H5Sclose);
+        Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+        if (!fspace.ok() || !dcpl.ok()) { fail("cannot create property lists"); break; }
+        T fill = std::is_floating_point_v<T> ? std::numeric_limits<T>::quiet_NaN() : T(0);
+        // Parallel HDF5 1.10 writes filtered datasets only with collective I/O and
+        // incremental (or early) allocation; incremental allocates chunks when they
+        // are first written, so no fill chunks are compressed and written twice.
+        const char* FX = getenv("FX"); std::string fx = FX ? FX : "sd";  // TEMP-BENCH
+        if (fx.find('s') != std::string::npos) H5Pset_shuffle(dcpl.get());
+        if (fx.find('d') != std::string::npos) H5Pset_deflate(dcpl.get(), 1);
+        if (fx.find('z') != std::string::npos) H5Pset_szip(dcpl.get(), H5_SZIP_NN_OPTION_MASK, 16);
+        if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0 || H5Pset_fill_value(dcpl.get(), type, &fill) < 0 ||
+            H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR) < 0) {
+            fail("cannot set chunking/compression");
+            break;
+        }
+        Handle dset(H5Dcreate2(static_cast<hid_t>(file_), name.c_str(), type, fspace.get(),
+                               H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                    H5Dclose);
+        if (!dset.ok()) { fail("cannot create"); break; }
+
+        // Attributes: _FillValue for float datasets (NaN marks pixels never written),
+        // unless the caller gives one; then the caller's.
+        bool has_fill_attr = false;
+        for (const auto& a : attrs) has_fill_attr = has_fill_attr || a.name == "_FillValue";
+        if constexpr (std::is_floating_point_v<T>) {
+            if (!has_fill_attr) {
+                Handle s(H5Screate(H5S_SCALAR), H5Sclose);
+                Handle a(H5Acreate2(dset.get(), "_FillValue", type, s.get(), H5P_DEFAULT, H5P_DEFAULT),
+                         H5Aclose);
+                if (!a.ok() || H5Awrite(a.get(), type, &fill) < 0) { fail("cannot write _FillValue"); break; }
+            }
+        }
+        if (std::string e = write_attributes_on(dset.get(), attrs); !e.empty()) {
+            local = {FailKind::kRuntime, where + ": " + e};
+            break;
+        }
+
+        // This rank's window: a hyperslab of the file, and of a memory space of
+        // own.rows x stride so that strided rows need no copy.
+        Handle mspace;
+        if (own.size() > 0) {
+            hsize_t mdims[2] = {static_cast<hsize_t>(own.rows), static_cast<hsize_t>(stride)};
+            hsize_t zero[2] = {0, 0};
+            hsize_t count[2] = {static_cast<hsize_t>(own.rows), static_cast<hsize_t>(own.cols)};
+            hsize_t start[2] = {static_cast<hsize_t>(own.row0), static_cast<hsize_t>(own.col0)};
+            mspace.reset(H5Screate_simple(2, mdims, nullptr), H5Sclose);
+            if (!mspace.ok() ||
+                H5Sselect_hyperslab(mspace.get(), H5S_SELECT_SET, zero, nullptr, count, nullptr) < 0 ||
+                H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) {
+                fail("cannot select the window");
+                break;
+            }
+        } else {
+            // An empty window still takes part in the collective write.
+            hsize_t one[1] = {1};
+            mspace.reset(H5Screate_simple(1, one, nullptr), H5Sclose);
+            if (!mspace.ok() || H5Sselect_none(mspace.get()) < 0 || H5Sselect_none(fspace.get()) < 0) {
+                fail("cannot select an empty window");
+                break;
+            }
+        }
+        Handle dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+        if (!dxpl.ok() || H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE) < 0) {
+            fail("cannot set collective transfer");
+            break;
+        }
+        static const T dummy{};
+        const void* buf = own.size() > 0 ? static_cast<const void*>(data) : &dummy;
+        if (H5Dwrite(dset.get(), type, mspace.get(), fspace.get(), dxpl.get(), buf) < 0) {
+            fail("collective write failed");
+            break;
+        }
+    } while (false);
+
+    if (Failure f = agree(comm_, local)) {
+        failed_together_ = true;
+        throw_failure(f, path_);
+    }
+}
+
+void Hdf5Writer::write_f32(const std::string& name, const Window& own, const float* data,
+                           int64_t stride, const std::vector<Attribute>& attrs) {
+    write_dataset(name, own, data, stride, attrs);
+}
+void Hdf5Writer::write_u32(const std::string& name, const Window& own, const uint32_t* data,
+                           int64_t stride, const std::vector<Attribute>& attrs) {
+    write_dataset(name, own, data, stride, attrs);
+}
+void Hdf5Writer::write_i32(const std::string& name, const Window& own, const int32_t* data,
+                           int64_t stride, const std::vector<Attribute>& attrs) {
+    write_dataset(name, own, data, stride, attrs);
+}
+void Hdf5Writer::write_i8(const std::string& name, const Window& own, const int8_t* data,
+                          int64_t stride, const std::vector<Attribute>& attrs) {
+    write_dataset(name, own, data, stride, attrs);
+}
+void Hdf5Writer::write_u8(const std::string& name, const Window& own, const uint8_t* data,
+                          int64_t stride, const std::vector<Attribute>& attrs) {
+    write_dataset(name, own, data, stride, attrs);
+}
+
+void Hdf5Writer::write_attributes(const std::vector<Attribute>& attrs) {
+    Failure local;
+    if (committed_ || file_ < 0) {
+        local = {FailKind::kLogic, "Hdf5Writer: write_attributes after commit()"};
+    } else {
+        Handle root(H5Gopen2(static_cast<hid_t>(file_), "/", H5P_DEFAULT), H5Gclose);
+        if (!root.ok())
+            local = {FailKind::kRuntime, hdf5_failure("HDF5: cannot open '/' of '" + tmp_path_ + "'")};
+        else if (std::string e = write_attributes_on(root.get(), attrs); !e.empty())
+            local = {FailKind::kRuntime, "HDF5: '" + tmp_path_ + "': " + e};
+    }
+    if (Failure f = agree(comm_, local)) {
+        failed_together_ = true;
+        throw_failure(f, path_);
+    }
+}
+
+void Hdf5Writer::commit() {
+    Failure local;
+    if (committed_ || file_ < 0) local = {FailKind::kLogic, "Hdf5Writer: commit() called twice"};
+    if (Failure f = agree(comm_, local)) {
+        failed_together_ = true;
+        throw_failure(f, path_);
+    }
+    // Close on every rank (collective: flushes metadata, closes the MPI file).
+    if (H5Fclose(static_cast<hid_t>(file_)) < 0)
+        local = {FailKind::kRuntime, hdf5_failure("HDF5: closing '" + tmp_path_ + "' failed")};
+    file_ = -1;
+    // agree() is an MPI_Allreduce: every rank has closed when it returns (the barrier).
+    if (Failure f = agree(comm_, local)) {
+        failed_together_ = true;
+        throw_failure(f, path_);  // the destructor removes the temporary file
+    }
+    int rank = 0;
+    MPI_Comm_rank(comm_, &rank);
+    if (rank == 0 && std::rename(tmp_path_.c_str(), path_.c_str()) != 0)
+        local = {FailKind::kRuntime, "cannot rename '" + tmp_path_ + "' to '" + path_ +
+                                         "': " + std::strerror(errno)};
+    if (Failure f = agree(comm_, local)) {
+        failed_together_ = true;
+        throw_failure(f, path_);
+    }
+    committed_ = true;
+}
+
+// ---------------------------------------------------------------------------
+// describe_result
+
+namespace {
+
+std::string format_double(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+std::string type_name(hid_t t) {
+    size_t size = H5Tget_size(t);
+    switch (H5Tget_class(t)) {
+        case H5T_INTEGER:
+            return (H5Tget_sign(t) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(8 * size);
+        case H5T_FLOAT: return "float" + std::to_string(8 * size);
+        case H5T_STRING: return "string";
+        case H5T_COMPOUND: return "compound";
+        case H5T_ENUM: return "enum";
+        case H5T_ARRAY: return "array";
+        case H5T_VLEN: return "vlen";
+        case H5T_OPAQUE: return "opaque";
+        case H5T_BITFIELD: return "bitfield";
+        case H5T_REFERENCE: return "reference";
+        default: return "unknown";
+    }
+}
+
+std::string shape_of(hid_t space) {
+    if (H5Sget_simple_extent_type(space) == H5S_SCALAR) return "scalar";
+    if (H5Sget_simple_extent_type(space) == H5S_NULL) return "empty";
+    int nd = H5Sget_simple_extent_ndims(space);
+    if (nd <= 0) return "scalar";
+    std::vector<hsize_t> d(static_cast<size_t>(nd));
+    H5Sget_simple_extent_dims(space, d.data(), nullptr);
+    std::string s;
+    for (int i = 0; i < nd; ++i) s += (i ? " x " : "") + std::to_string(d[static_cast<size_t>(i)]);
+    return s;
+}
+
+// The value of an attribute as text: numbers and strings, arrays comma-separated.
+std::string attribute_value(hid_t attr) {
+    Handle type(H5Aget_type(attr), H5Tclose);
+    Handle space(H5Aget_space(attr), H5Sclose);
+    if (!type.ok() || !space.ok()) return "<unreadable>";
+    if (H5Sget_simple_extent_type(space.get()) == H5S_NULL) return "";
+    hssize_t n = H5Sget_simple_extent_npoints(space.get());
+    if (n <= 0) return "";
+    const size_t count = static_cast<size_t>(n);
+    std::string out;
+    auto sep = [&](size_t i) { if (i) out += ", "; };
+    switch (H5Tget_class(type.get())) {
+        case H5T_INTEGER: {
+            bool is_unsigned = H5Tget_sign(type.get()) == H5T_SGN_NONE;
+            if (is_unsigned) {
+                std::vector<unsigned long long> v(count);
+                if (H5Aread(attr, H5T_NATIVE_ULLONG, v.data()) < 0) return "<unreadable>";
+                for (size_t i = 0; i < count; ++i) { sep(i); out += std::to_string(v[i]); }
+            } else {
+                std::vector<long long> v(count);
+                if (H5Aread(attr, H5T_NATIVE_LLONG, v.data()) < 0) return "<unreadable>";
+                for (size_t i = 0; i < count; ++i) { sep(i); out += std::to_string(v[i]); }
+            }
+            return out;
+        }
+        case H5T_FLOAT: {
+            std::vector<double> v(count);
+            if (H5Aread(attr, H5T_NATIVE_DOUBLE, v.data()) < 0) return "<unreadable>";
+            for (size_t i = 0; i < count; ++i) { sep(i); out += format_double(v[i]); }
+            return out;
+        }
+        case H5T_STRING: {
+            if (H5Tis_variable_str(type.get()) > 0) {
+                Handle mt(H5Tcopy(H5T_C_S1), H5Tclose);
+                H5Tset_size(mt.get(), H5T_VARIABLE);
+                H5Tset_cset(mt.get(), H5Tget_cset(type.get()));
+                std::vector<char*> v(count, nullptr);
+                if (H5Aread(attr, mt.get(), v.data()) < 0) return "<unreadable>";
+                for (size_t i = 0; i < count; ++i) { sep(i); out += v[i] ? v[i] : ""; }
+                H5Dvlen_reclaim(mt.get(), space.get(), H5P_DEFAULT, v.data());
+            } else {
+                size_t sz = H5Tget_size(type.get());
+                std::vector<char> v(sz * count + 1, '\0');
+                if (H5Aread(attr, type.get(), v.data()) < 0) return "<unreadable>";
+                for (size_t i = 0; i < count; ++i) {
+                    sep(i);
+                    const char* p = v.data() + i * sz;
+                    out.append(p, strnlen(p, sz));
+                }
+            }
+            return out;
+        }
+        default: return "<" + type_name(type.get()) + ">";
+    }
+}
+
+void describe_attributes(hid_t obj, const std::string& indent, std::string& out) {
+    H5O_info_t info{};
+    if (H5Oget_info2(obj, &info, H5O_INFO_NUM_ATTRS) < 0) return;
+    for (hsize_t i = 0; i < info.num_attrs; ++i) {
+        Handle a(H5Aopen_by_idx(obj, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT),
+                 H5Aclose);
+        if (!a.ok()) continue;
+        ssize_t len = H5Aget_name(a.get(), 0, nullptr);
+        std::string name(static_cast<size_t>(std::max<ssize_t>(len, 0)), '\0');
+        H5Aget_name(a.get(), name.size() + 1, name.data());
+        out += indent + name + " = " + attribute_value(a.get()) + "\n";
+    }
+}
+
+}  // namespace
+
+std::string describe_result(const std::string& path) {
+    silence_hdf5();
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) throw InputError(path, "no such file");
+    if (!S_ISREG(st.st_mode) || H5Fis_hdf5(path.c_str()) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        throw InputError(path, "not an HDF5 file");
+    }
+    // Serial access (default sec2 driver): this is a local, read-only look.
+    Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!file.ok()) throw InputError(path, hdf5_failure("cannot open the HDF5 file"));
+    Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
+    if (!root.ok()) throw InputError(path, hdf5_failure("cannot open the root group"));
+
+    std::string out;
+    H5G_info_t ginfo{};
+    if (H5Gget_info(root.get(), &ginfo) < 0) throw InputError(path, hdf5_failure("cannot list the root group"));
+    for (hsize_t i = 0; i < ginfo.nlinks; ++i) {
+        ssize_t len = H5Lget_name_by_idx(root.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0,
+                                         H5P_DEFAULT);
+        if (len < 0) continue;
+        std::string name(static_cast<size_t>(len), '\0');
+        H5Lget_name_by_idx(root.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size() + 1,
+                           H5P_DEFAULT);
+        Handle obj(H5Oopen(root.get(), name.c_str(), H5P_DEFAULT), H5Oclose);
+        if (!obj.ok()) { H5Eclear2(H5E_DEFAULT); continue; }  // dangling link
+        if (H5Iget_type(obj.get()) != H5I_DATASET) continue;
+        Handle type(H5Dget_type(obj.get()), H5Tclose);
+        Handle space(H5Dget_space(obj.get()), H5Sclose);
+        out += "/" + name + "  " + (space.ok() ? shape_of(space.get()) : "?") + "  " +
+               (type.ok() ? type_name(type.get()) : "?") + "\n";
+        describe_attributes(obj.get(), "    ", out);
+    }
+    describe_attributes(root.get(), "", out);
+    H5Eclear2(H5E_DEFAULT);
+    return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,449 @@
+// Windowed GDAL reads of the inputs (ARCHITECTURE.md section 7).
+#include "io/raster_reader.h"
+
+#include <gdal_priv.h>
+#include <cpl_conv.h>
+#include <cpl_error.h>
+#include <cpl_string.h>
+#include <cpl_vsi.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/input_error.h"
+
+namespace tessera {
+
+namespace {
+
+void register_gdal_once() {
+    static std::once_flag once;
+    std::call_once(once, [] { GDALAllRegister(); });
+}
+
+// Keeps GDAL quiet on stderr while alive and remembers the first failure message,
+// so that the error we throw is our one line, with GDAL's reason appended when useful.
+class QuietGdal {
+public:
+    QuietGdal() { CPLPushErrorHandlerEx(&QuietGdal::handler, this); }
+    ~QuietGdal() { CPLPopErrorHandler(); }
+    QuietGdal(const QuietGdal&) = delete;
+    QuietGdal& operator=(const QuietGdal&) = delete;
+
+    bool failed() const { return failures_ > 0; }
+    const std::string& message() const { return first_; }
+    void reset() {
+        failures_ = 0;
+        first_.clear();
+    }
+
+private:
+    static void CPL_STDCALL handler(CPLErr cls, CPLErrorNum, const char* msg) {
+        auto* self = static_cast<QuietGdal*>(CPLGetErrorHandlerUserData());
+        if (self == nullptr || cls < CE_Failure) return;
+        if (self->failures_++ == 0 && msg != nullptr) self->first_ = msg;
+    }
+    int failures_ = 0;
+    std::string first_;
+};
+
+bool supported_type(GDALDataType t) {
+    switch (t) {
+        case GDT_Byte:
+        case GDT_UInt16:
+        case GDT_Int16:
+        case GDT_UInt32:
+        case GDT_Int32:
+        case GDT_Float32:
+        case GDT_Float64:
+        case GDT_CInt16:
+        case GDT_CInt32:
+        case GDT_CFloat32:
+        case GDT_CFloat64:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Types whose every value is exact in float32: read straight into a float buffer.
+bool exact_in_float(GDALDataType t) {
+    return t == GDT_Byte || t == GDT_UInt16 || t == GDT_Int16 || t == GDT_Float32;
+}
+
+std::string plural(int n, const char* word) {
+    return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+// Rows per strip for temporary buffers: about 4 Mi pixels, a multiple of the block height.
+int64_t strip_rows(int64_t cols, int block_rows) {
+    const int64_t target = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(cols, 1));
+    const int64_t b = std::max(1, block_rows);
+    return target >= b ? (target / b) * b : target;
+}
+
+constexpr int64_t kParallelMinPixels = 1 << 16;
+
+}  // namespace
+
+struct RasterReader::Impl {
+    GDALDatasetUniquePtr ds;
+    GDALRasterBand* band = nullptr;
+    GDALDataType type = GDT_Unknown;
+    int block_rows = 1;
+    bool has_nodata = false;
+    bool nodata_finite = false;  // a NaN/Inf nodata is covered by the NaN/Inf rule
+    double nodata = 0.0;
+    float nodata_f = 0.0f;
+
+    // Reads the window [r0, r0+nr) x [w.col0, w.col0+w.cols) into buf as `as`, packed rows.
+    void read(const std::string& path, const Window& w, int64_t r0, int64_t nr, GDALDataType as,
+              void* buf, GSpacing pixel_space, GSpacing line_space) const {
+        QuietGdal quiet;
+        const CPLErr err = band->RasterIO(GF_Read, static_cast<int>(w.col0), static_cast<int>(r0),
+                                          static_cast<int>(w.cols), static_cast<int>(nr), buf,
+                                          static_cast<int>(w.cols), static_cast<int>(nr), as,
+                                          pixel_space, line_space, nullptr);
+        if (err != CE_None || quiet.failed()) {
+            std::string problem = "read failed in rows " + std::to_string(r0) + ".." +
+                                  std::to_string(r0 + nr - 1) + ", cols " + std::to_string(w.col0) +
+                                  ".." + std::to_string(w.col0 + w.cols - 1);
+            if (!quiet.message().empty()) problem += " (" + quiet.message() + ")";
+            throw InputError(path, problem);
+        }
+    }
+
+    bool invalid_real(double v) const {
+        return !std::isfinite(v) || (nodata_finite && v == nodata);
+    }
+    bool invalid_real_f(float v) const {
+        return !std::isfinite(v) || (nodata_finite && v == nodata_f);
+    }
+};
+
+RasterReader::RasterReader(const std::string& path, int band) : path_(path), band_(band) {
+    register_gdal_once();
+    impl_ = std::make_unique<Impl>();
+
+    VSIStatBufL st;
+    const bool exists = VSIStatL(path.c_str(), &st) == 0;
+    const bool is_dir = exists && VSI_ISDIR(st.st_mode);
+    if (exists && !is_dir && path.rfind("/vsi", 0) != 0 && ::access(path.c_str(), R_OK) != 0 &&
+        errno == EACCES) {
+        throw InputError(path, "file is not readable (permission denied)");
+    }
+
+    {
+        QuietGdal quiet;
+        GDALDataset* raw = GDALDataset::Open(path.c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY,
+                                             nullptr, nullptr, nullptr);
+        impl_->ds.reset(raw);
+        if (raw == nullptr) {
+            if (!exists && path.find(':') == std::string::npos) throw InputError(path, "no such file");
+            if (!exists) {
+                // GDAL connection strings (HDF5:"f.h5"://x, NETCDF:...) are not plain files.
+                std::string problem = "no such file or dataset";
+                if (!quiet.message().empty()) problem += " (" + quiet.message() + ")";
+                throw InputError(path, problem);
+            }
+            throw InputError(path, is_dir ? "not a raster GDAL can read (it is a directory)"
+                                          : "not a raster GDAL can read");
+        }
+    }
+
+    GDALDataset& ds = *impl_->ds;
+    const int nbands = ds.GetRasterCount();
+    if (nbands == 0) {
+        // Containers (HDF5, netCDF) open with subdatasets and no bands of their own.
+        CSLConstList subs = ds.GetMetadata("SUBDATASETS");
+        const char* first = subs ? CSLFetchNameValue(subs, "SUBDATASET_1_NAME") : nullptr;
+        if (first != nullptr) {
+            throw InputError(path, std::string("has no raster bands of its own; name one of its "
+                                               "subdatasets instead, e.g. ") +
+                                       first);
+        }
+        throw InputError(path, "has no raster bands");
+    }
+    if (band < 1 || band > nbands) {
+        throw InputError(path, "band " + std::to_string(band) + " out of range (the raster has " +
+                                   plural(nbands, "band") + ")");
+    }
+    impl_->band = ds.GetRasterBand(band);
+    impl_->type = impl_->band->GetRasterDataType();
+    if (!supported_type(impl_->type)) {
+        throw InputError(path, std::string("unsupported data type ") +
+                                   GDALGetDataTypeName(impl_->type) + " in band " +
+                                   std::to_string(band) +
+                                   " (expected Byte, UInt16, Int16, UInt32, Int32, Float32, "
+                                   "Float64, CInt16, CInt32, CFloat32 or CFloat64)");
+    }
+    int bx = 0, by = 0;
+    impl_->band->GetBlockSize(&bx, &by);
+    impl_->block_rows = std::max(1, by);
+
+    info_.rows = ds.GetRasterYSize();
+    info_.cols = ds.GetRasterXSize();
+    info_.band_count = nbands;
+    info_.is_complex = GDALDataTypeIsComplex(impl_->type) != 0;
+    info_.data_type = GDALGetDataTypeName(impl_->type);
+    int has_nd = 0;
+    const double nd = impl_->band->GetNoDataValue(&has_nd);
+    if (has_nd) {
+        info_.nodata = nd;
+        impl_->has_nodata = true;
+        impl_->nodata = nd;
+        impl_->nodata_finite = std::isfinite(nd);
+        impl_->nodata_f = static_cast<float>(nd);
+    }
+    double gt[6];
+    {
+        QuietGdal quiet;
+        if (ds.GetGeoTransform(gt) == CE_None) {
+            info_.has_geotransform = true;
+            std::copy(gt, gt + 6, info_.geotransform.begin());
+        }
+        const char* wkt = ds.GetProjectionRef();
+        if (wkt != nullptr) info_.projection_wkt = wkt;
+    }
+}
+
+RasterReader::~RasterReader() = default;
+
+namespace {
+
+void check_window(const std::string& path, const RasterInfo& info, const Window& w, int64_t stride) {
+    if (w.rows < 0 || w.cols < 0 || w.row0 < 0 || w.col0 < 0 || w.row0 + w.rows > info.rows ||
+        w.col0 + w.cols > info.cols) {
+        throw std::out_of_range(path + ": window rows " + std::to_string(w.row0) + "+" +
+                                std::to_string(w.rows) + ", cols " + std::to_string(w.col0) + "+" +
+                                std::to_string(w.cols) + " outside the " +
+                                std::to_string(info.rows) + "x" + std::to_string(info.cols) +
+                                " raster");
+    }
+    if (stride < w.cols) {
+        throw std::invalid_argument(path + ": row stride " + std::to_string(stride) +
+                                    " smaller than the window width " + std::to_string(w.cols));
+    }
+}
+
+}  // namespace
+
+void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride) const {
+    check_window(path_, info_, w, stride);
+    if (w.rows == 0 || w.cols == 0) return;
+    const Impl& im = *impl_;
+    const int64_t wc = w.cols;
+
+    if (info_.is_complex) {
+        // Phase = arg(re + i im). CInt16/CFloat32 are exact as CFloat32; wider types go via
+        // CFloat64 so that tiny magnitudes do not flush to 0+0i. Nodata (GDAL convention)
+        // applies to the real part.
+        const bool wide = im.type == GDT_CInt32 || im.type == GDT_CFloat64;
+        const int64_t sr = strip_rows(wc, im.block_rows);
+        std::vector<float> buf32;
+        std::vector<double> buf64;
+        for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
+            const int64_t nr = std::min(sr, w.rows - r0);
+            const int64_t n = nr * wc;
+            if (wide) {
+                buf64.resize(static_cast<size_t>(2 * n));
+                im.read(path_, w, w.row0 + r0, nr, GDT_CFloat64, buf64.data(), 16, wc * 16);
+            } else {
+                buf32.resize(static_cast<size_t>(2 * n));
+                im.read(path_, w, w.row0 + r0, nr, GDT_CFloat32, buf32.data(), 8, wc * 8);
+            }
+#pragma omp parallel for schedule(static) if (n >= kParallelMinPixels)
+            for (int64_t r = 0; r < nr; ++r) {
+                float* ph = phase + (r0 + r) * stride;
+                uint8_t* va = valid + (r0 + r) * stride;
+                for (int64_t c = 0; c < wc; ++c) {
+                    const int64_t i = r * wc + c;
+                    double re, imv;
+                    if (wide) {
+                        re = buf64[2 * i];
+                        imv = buf64[2 * i + 1];
+                    } else {
+                        re = buf32[2 * i];
+                        imv = buf32[2 * i + 1];
+                    }
+                    const bool bad = !std::isfinite(re) || !std::isfinite(imv) ||
+                                     (re == 0.0 && imv == 0.0) ||
+                                     (im.nodata_finite && re == im.nodata);
+                    if (bad) {
+                        ph[c] = 0.0f;
+                        va[c] = 0;
+                    } else {
+                        ph[c] = wide ? static_cast<float>(std::atan2(imv, re))
+                                     : std::atan2(static_cast<float>(imv), static_cast<float>(re));
+                        va[c] = 1;
+                    }
+                }
+            }
+        }
+        return;
+    }
+
+    if (exact_in_float(im.type)) {
+        // Straight into the caller's buffer, then fix invalid pixels in place.
+        const int64_t sr = strip_rows(wc, im.block_rows) * 8;
+        for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
+            const int64_t nr = std::min(sr, w.rows - r0);
+            im.read(path_, w, w.row0 + r0, nr, GDT_Float32, phase + r0 * stride, sizeof(float),
+                    stride * static_cast<GSpacing>(sizeof(float)));
+#pragma omp parallel for schedule(static) if (nr * wc >= kParallelMinPixels)
+            for (int64_t r = r0; r < r0 + nr; ++r) {
+                float* ph = phase + r * stride;
+                uint8_t* va = valid + r * stride;
+                for (int64_t c = 0; c < wc; ++c) {
+                    const bool bad = im.invalid_real_f(ph[c]);
+                    va[c] = bad ? 0 : 1;
+                    if (bad) ph[c] = 0.0f;
+                }
+            }
+        }
+        return;
+    }
+
+    // Int32, UInt32, Float64: compare with nodata in double, then narrow.
+    const int64_t sr = strip_rows(wc, im.block_rows);
+    std::vector<double> buf;
+    for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
+        const int64_t nr = std::min(sr, w.rows - r0);
+        buf.resize(static_cast<size_t>(nr * wc));
+        im.read(path_, w, w.row0 + r0, nr, GDT_Float64, buf.data(), 8, wc * 8);
+#pragma omp parallel for schedule(static) if (nr * wc >= kParallelMinPixels)
+        for (int64_t r = 0; r < nr; ++r) {
+            float* ph = phase + (r0 + r) * stride;
+            uint8_t* va = valid + (r0 + r) * stride;
+            for (int64_t c = 0; c < wc; ++c) {
+                const double v = buf[static_cast<size_t>(r * wc + c)];
+                const bool bad = im.invalid_real(v);
+                va[c] = bad ? 0 : 1;
+                ph[c] = bad ? 0.0f : static_cast<float>(v);
+            }
+        }
+    }
+}
+
+void RasterReader::read_float(const Window& w, float* out, int64_t stride) const {
+    check_window(path_, info_, w, stride);
+    if (w.rows == 0 || w.cols == 0) return;
+    const Impl& im = *impl_;
+    const int64_t wc = w.cols;
+
+    if (info_.is_complex) {
+        // A complex band read as a real quantity: its magnitude.
+        const int64_t sr = strip_rows(wc, im.block_rows);
+        std::vector<double> buf;
+        for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
+            const int64_t nr = std::min(sr, w.rows - r0);
+            buf.resize(static_cast<size_t>(2 * nr * wc));
+            im.read(path_, w, w.row0 + r0, nr, GDT_CFloat64, buf.data(), 16, wc * 16);
+#pragma omp parallel for schedule(static) if (nr * wc >= kParallelMinPixels)
+            for (int64_t r = 0; r < nr; ++r) {
+                float* o = out + (r0 + r) * stride;
+                for (int64_t c = 0; c < wc; ++c) {
+                    const size_t i = static_cast<size_t>(r * wc + c);
+                    const double re = buf[2 * i], imv = buf[2 * i + 1];
+                    const bool bad = !std::isfinite(re) || !std::isfinite(imv) ||
+                                     (im.nodata_finite && re == im.nodata);
+                    o[c] = bad ? 0.0f : static_cast<float>(std::hypot(re, imv));
+                }
+            }
+        }
+        return;
+    }
+
+    if (exact_in_float(im.type)) {
+        const int64_t sr = strip_rows(wc, im.block_rows) * 8;
+        for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
+            const int64_t nr = std::min(sr, w.rows - r0);
+            im.read(path_, w, w.row0 + r0, nr, GDT_Float32, out + r0 * stride, sizeof(float),
+                    stride * static_cast<GSpacing>(sizeof(float)));
+#pragma omp parallel for schedule(static) if (nr * wc >= kParallelMinPixels)
+            for (int64_t r = r0; r < r0 + nr; ++r) {
+                float* o = out + r * stride;
+                for (int64_t c = 0; c < wc; ++c) {
+                    if (im.invalid_real_f(o[c])) o[c] = 0.0f;
+                }
+            }
+        }
+        return;
+    }
+
+    const int64_t sr = strip_rows(wc, im.block_rows);
+    std::vector<double> buf;
+    for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
+        const int64_t nr = std::min(sr, w.rows - r0);
+        buf.resize(static_cast<size_t>(nr * wc));
+        im.read(path_, w, w.row0 + r0, nr, GDT_Float64, buf.data(), 8, wc * 8);
+#pragma omp parallel for schedule(static) if (nr * wc >= kParallelMinPixels)
+        for (int64_t r = 0; r < nr; ++r) {
+            float* o = out + (r0 + r) * stride;
+            for (int64_t c = 0; c < wc; ++c) {
+                const double v = buf[static_cast<size_t>(r * wc + c)];
+                o[c] = im.invalid_real(v) ? 0.0f : static_cast<float>(v);
+            }
+        }
+    }
+}
+
+void RasterReader::read_mask(const Window& w, uint8_t* out, int64_t stride) const {
+    check_window(path_, info_, w, stride);
+    if (w.rows == 0 || w.cols == 0) return;
+    const Impl& im = *impl_;
+    const int64_t wc = w.cols;
+    const int64_t sr = strip_rows(wc, im.block_rows);
+
+    if (im.type == GDT_Byte) {
+        // The common case: read the bytes in place, then map to 0/1.
+        for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
+            const int64_t nr = std::min(sr, w.rows - r0);
+            im.read(path_, w, w.row0 + r0, nr, GDT_Byte, out + r0 * stride, 1, stride);
+            const int nd = (im.nodata_finite && im.nodata >= 0 && im.nodata <= 255 &&
+                            im.nodata == std::floor(im.nodata))
+                               ? static_cast<int>(im.nodata)
+                               : -1;
+            for (int64_t r = r0; r < r0 + nr; ++r) {
+                uint8_t* o = out + r * stride;
+                for (int64_t c = 0; c < wc; ++c) o[c] = (o[c] != 0 && o[c] != nd) ? 1 : 0;
+            }
+        }
+        return;
+    }
+
+    // Anything else via double (complex: real part, nonzero imaginary also counts as nonzero).
+    const bool cplx = info_.is_complex;
+    const int64_t per = cplx ? 2 : 1;
+    std::vector<double> buf;
+    for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
+        const int64_t nr = std::min(sr, w.rows - r0);
+        buf.resize(static_cast<size_t>(per * nr * wc));
+        im.read(path_, w, w.row0 + r0, nr, cplx ? GDT_CFloat64 : GDT_Float64, buf.data(),
+                8 * per, wc * 8 * per);
+#pragma omp parallel for schedule(static) if (nr * wc >= kParallelMinPixels)
+        for (int64_t r = 0; r < nr; ++r) {
+            uint8_t* o = out + (r0 + r) * stride;
+            for (int64_t c = 0; c < wc; ++c) {
+                const size_t i = static_cast<size_t>(per * (r * wc + c));
+                const double re = buf[i];
+                const double imv = cplx ? buf[i + 1] : 0.0;
+                const bool bad = !std::isfinite(re) || !std::isfinite(imv) ||
+                                 (im.nodata_finite && re == im.nodata) ||
+                                 (re == 0.0 && imv == 0.0);
+                o[c] = bad ? 0 : 1;
+            }
+        }
+    }
+}
+
+}  // namespace tessera

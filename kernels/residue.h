@@ -1,0 +1,65 @@
+// Residues and branch cuts as plain records (ARCHITECTURE.md sections 2 and 3).
+#pragma once
+#include <cstdint>
+#include <limits>
+
+namespace tessera {
+
+// A unit charge at plaquette (r, c). A plaquette of charge q holds |q| residues,
+// sub-index 0..|q|-1, so id = plaquette_index * kMaxCharge + sub orders them globally.
+struct Residue {
+    int64_t id = 0;
+    int32_t r = 0, c = 0;
+    int32_t sign = 0;  // +1 or -1
+};
+
+inline constexpr int64_t kMaxCharge = 256;  // |q| <= 4 * 64 for |phase| <= 64 pi
+inline constexpr int64_t kGroundId = std::numeric_limits<int64_t>::max();
+inline constexpr int64_t kNoWeight = std::numeric_limits<int64_t>::max();
+
+inline int64_t residue_id(int64_t r, int64_t c, int64_t W, int64_t sub) {
+    return (r * W + c) * kMaxCharge + sub;
+}
+
+// Ground sides in the contract's tie order.
+enum GroundSide : int8_t { kNotGround = -1, kTop = 0, kBottom = 1, kLeft = 2, kRight = 3 };
+
+struct GroundChoice {
+    int64_t weight;
+    GroundSide side;
+};
+
+// Dual steps from plaquette (r, c) to the nearest image side; ties: top, bottom, left, right.
+inline GroundChoice ground_choice(int64_t r, int64_t c, int64_t H, int64_t W) {
+    GroundChoice g{r + 1, kTop};
+    if (H - 1 - r < g.weight) g = {H - 1 - r, kBottom};
+    if (c + 1 < g.weight) g = {c + 1, kLeft};
+    if (W - 1 - c < g.weight) g = {W - 1 - c, kRight};
+    return g;
+}
+
+// Strict order of candidate edges: (weight, lower id, higher id); the ground's id is the largest.
+struct EdgeKey {
+    int64_t w = kNoWeight, lo = kGroundId, hi = kGroundId;
+    friend bool operator<(const EdgeKey& a, const EdgeKey& b) {
+        if (a.w != b.w) return a.w < b.w;
+        if (a.lo != b.lo) return a.lo < b.lo;
+        return a.hi < b.hi;
+    }
+    friend bool operator==(const EdgeKey&, const EdgeKey&) = default;
+};
+
+inline EdgeKey pair_key(int64_t w, int64_t id_a, int64_t id_b) {
+    return id_a < id_b ? EdgeKey{w, id_a, id_b} : EdgeKey{w, id_b, id_a};
+}
+
+// One accepted edge of the matching. For a pair, (ra, ca) is the lower-id residue's
+// plaquette, where the canonical path starts; for a ground cut side says where it goes.
+struct Cut {
+    int64_t id_a = 0, id_b = kGroundId;
+    int32_t ra = 0, ca = 0, rb = 0, cb = 0;
+    GroundSide side = kNotGround;
+    friend bool operator==(const Cut&, const Cut&) = default;
+};
+
+}  // namespace tessera

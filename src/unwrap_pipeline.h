@@ -1,0 +1,44 @@
+// The unwrap driver: read, residues, matching, cuts, union-find, offset solve,
+// apply, write (ARCHITECTURE.md sections 2-4 and 7).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+
+struct UnwrapOptions {
+    std::string input, output;
+    std::string coherence, mask, geotiff;  // empty = none
+    int band = 1;
+    int64_t tile_size = 512;
+    int64_t max_pair_distance = 64;
+    std::optional<std::pair<int64_t, int64_t>> reference;
+    int64_t min_component_size = 100;
+    double min_coherence = 0.0;
+    bool save_cycles = false, save_residues = false, save_cuts = false;
+    bool quiet = false;
+};
+
+struct StageTime {
+    std::string stage;
+    double seconds;
+};
+
+struct UnwrapReport {
+    int64_t rows = 0, cols = 0, valid = 0;
+    int64_t residues = 0, rounds = 0, leftovers = 0;
+    int64_t pairs = 0, ground_cuts = 0;
+    int64_t components = 0, labelled = 0, largest = 0;
+    int64_t conflicts = 0;  // must be 0 (section 3)
+    int64_t tiles = 0;
+    std::vector<StageTime> times;
+    double total_seconds = 0;
+};
+
+// Throws InputError for bad input; leaves no output file behind on failure.
+UnwrapReport run_unwrap(const UnwrapOptions& opt);
+
+}  // namespace tessera
