@@ -46,6 +46,7 @@ constexpr uint8_t kActive = 0x08;   // residue is in the current tree's active l
 constexpr uint8_t kCut = 0x10;      // branch cut pixel
 constexpr uint8_t kBorder = 0x20;   // invalid pixel (NaN or mask == 0)
 constexpr uint8_t kUnwrapped = 0x40;  // solution assigned (set when the pixel enters the queue)
+constexpr uint8_t kEdgeCol = 0x80;    // integration only: pixel in the first or last column
 constexpr uint8_t kRes = kPosRes | kNegRes;
 
 constexpr float kPi = 3.14159265358979323846f;
@@ -247,60 +248,79 @@ struct Goldstein {
 
     // --- integration ---------------------------------------------------------------------------
     // Flood fill around the cuts. soln must be NaN-initialised; q has room for H*W indices.
+    // Pixels in the first and last column carry kEdgeCol, so the neighbour tests need no
+    // division for the (rare) row/column recovery.
     void integrate(float* soln, uint32_t* q) {
-        const int64_t N = int64_t(H) * W;
+        const uint32_t Wu = static_cast<uint32_t>(W);
+        const uint32_t N = static_cast<uint32_t>(int64_t(H) * W);
+        const float* P = ph;
+        uint8_t* F = fl;
+        for (uint32_t r = 0; r < static_cast<uint32_t>(H); ++r) {
+            F[r * Wu] |= kEdgeCol;
+            F[r * Wu + Wu - 1] |= kEdgeCol;
+        }
         constexpr uint8_t kStop = kBorder | kCut | kUnwrapped;
-        for (int64_t s = 0; s < N; ++s) {
-            if (fl[s] & kStop) continue;
-            soln[s] = ph[s];  // a new region: arbitrary offset
-            fl[s] |= kUnwrapped;
-            int64_t head = 0, tail = 0;
-            q[tail++] = static_cast<uint32_t>(s);
+        for (uint32_t s = 0; s < N; ++s) {
+            if (F[s] & kStop) continue;
+            soln[s] = P[s];  // a new region: arbitrary offset
+            F[s] |= kUnwrapped;
+            uint32_t head = 0, tail = 0;
+            q[tail++] = s;
             while (head < tail) {
-                const int64_t k = q[head++];
-                const int r = static_cast<int>(k / W), c = static_cast<int>(k - int64_t(r) * W);
-                const float sk = soln[k], pk = ph[k];
-                auto visit = [&](int64_t n) {
-                    if (fl[n] & kStop) return;
-                    soln[n] = sk + grad(ph[n], pk);
-                    fl[n] |= kUnwrapped;
-                    q[tail++] = static_cast<uint32_t>(n);
+                const uint32_t k = q[head++];
+                const float sk = soln[k], pk = P[k];
+                auto visit = [&](uint32_t n) {
+                    if (F[n] & kStop) return;
+                    soln[n] = sk + grad(P[n], pk);
+                    F[n] |= kUnwrapped;
+                    q[tail++] = n;
                 };
-                if (c > 0) visit(k - 1);
-                if (c + 1 < W) visit(k + 1);
-                if (r > 0) visit(k - W);
-                if (r + 1 < H) visit(k + W);
+                bool left = true, right = true;
+                if (F[k] & kEdgeCol) {
+                    const uint32_t c = k % Wu;
+                    left = c > 0;
+                    right = c + 1 < Wu;
+                }
+                if (left) visit(k - 1);
+                if (right) visit(k + 1);
+                if (k >= Wu) visit(k - Wu);
+                if (k + Wu < N) visit(k + Wu);
             }
         }
         // Valid pixels on cuts: unwrap from an unwrapped neighbour (raster pass), then keep
         // spreading along the cuts from those.
-        int64_t head = 0, tail = 0;
-        for (int64_t k = 0; k < N; ++k) {
-            if ((fl[k] & (kCut | kBorder | kUnwrapped)) != kCut) continue;
-            const int r = static_cast<int>(k / W), c = static_cast<int>(k - int64_t(r) * W);
-            int64_t n = -1;
-            if (c > 0 && (fl[k - 1] & kUnwrapped)) n = k - 1;
-            else if (c + 1 < W && (fl[k + 1] & kUnwrapped)) n = k + 1;
-            else if (r > 0 && (fl[k - W] & kUnwrapped)) n = k - W;
-            else if (r + 1 < H && (fl[k + W] & kUnwrapped)) n = k + W;
-            if (n < 0) continue;
-            soln[k] = soln[n] + grad(ph[k], ph[n]);
-            fl[k] |= kUnwrapped;
-            q[tail++] = static_cast<uint32_t>(k);
+        constexpr uint8_t kCutTodo = kCut | kBorder | kUnwrapped;  // (F & kCutTodo) == kCut
+        uint32_t head = 0, tail = 0;
+        for (uint32_t k = 0; k < N; ++k) {
+            if ((F[k] & kCutTodo) != kCut) continue;
+            const uint32_t c = k % Wu;
+            uint32_t n = N;
+            if (c > 0 && (F[k - 1] & kUnwrapped)) n = k - 1;
+            else if (c + 1 < Wu && (F[k + 1] & kUnwrapped)) n = k + 1;
+            else if (k >= Wu && (F[k - Wu] & kUnwrapped)) n = k - Wu;
+            else if (k + Wu < N && (F[k + Wu] & kUnwrapped)) n = k + Wu;
+            if (n == N) continue;
+            soln[k] = soln[n] + grad(P[k], P[n]);
+            F[k] |= kUnwrapped;
+            q[tail++] = k;
         }
         while (head < tail) {
-            const int64_t k = q[head++];
-            const int r = static_cast<int>(k / W), c = static_cast<int>(k - int64_t(r) * W);
-            auto visit = [&](int64_t n) {
-                if ((fl[n] & (kCut | kBorder | kUnwrapped)) != kCut) return;
-                soln[n] = soln[k] + grad(ph[n], ph[k]);
-                fl[n] |= kUnwrapped;
-                q[tail++] = static_cast<uint32_t>(n);
+            const uint32_t k = q[head++];
+            const uint32_t c = k % Wu;
+            auto visit = [&](uint32_t n) {
+                if ((F[n] & kCutTodo) != kCut) return;
+                soln[n] = soln[k] + grad(P[n], P[k]);
+                F[n] |= kUnwrapped;
+                q[tail++] = n;
             };
             if (c > 0) visit(k - 1);
-            if (c + 1 < W) visit(k + 1);
-            if (r > 0) visit(k - W);
-            if (r + 1 < H) visit(k + W);
+            if (c + 1 < Wu) visit(k + 1);
+            if (k >= Wu) visit(k - Wu);
+            if (k + Wu < N) visit(k + Wu);
+        }
+        for (uint32_t r = 0; r < static_cast<uint32_t>(H); ++r) {
+            F[r * Wu] &= static_cast<uint8_t>(~kEdgeCol);
+            F[r * Wu + Wu - 1] &= static_cast<uint8_t>(~kEdgeCol);
         }
     }
 };
@@ -369,8 +389,11 @@ int main(int argc, char** argv) {
         }
         if (fl[k] & kBorder) g.any_border = true;
     }
+    const auto ta = clk::now();
     const int64_t nres = g.residues();
+    const auto tb = clk::now();
     g.branch_cuts(max_box);
+    const auto tc = clk::now();
     g.integrate(soln.data(), q.data());
     const auto t1 = clk::now();
 
@@ -380,6 +403,17 @@ int main(int argc, char** argv) {
         if (!f || std::fwrite(fl.data(), 1, N, f) != N || std::fclose(f) != 0) die("cannot write flags");
     }
     const auto t_end = clk::now();
+    auto sec = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+    int64_t ncut = 0, nnan = 0;
+    for (size_t k = 0; k < N; ++k) {
+        ncut += (fl[k] & kCut) != 0;
+        nnan += std::isnan(soln[k]);
+    }
+    std::fprintf(stderr,
+                 "goldstein_ref phases: prepare=%.4f residues=%.4f cuts=%.4f integrate=%.4f "
+                 "cut_pixels=%lld nan_pixels=%lld max_box=%d\n",
+                 sec(t0, ta), sec(ta, tb), sec(tb, tc), sec(tc, t1), static_cast<long long>(ncut),
+                 static_cast<long long>(nnan), max_box);
     std::printf("goldstein_ref rows=%d cols=%d residues=%lld seconds_unwrap=%.4f seconds_total=%.4f\n", H,
                 W, static_cast<long long>(nres), std::chrono::duration<double>(t1 - t0).count(),
                 std::chrono::duration<double>(t_end - t_start).count());

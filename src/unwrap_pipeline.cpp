@@ -15,6 +15,7 @@
 #include "io/output_path.h"
 #include "io/raster_reader.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/union_find.h"
 #include "partition/matching.h"
 #include "partition/offset_solve.h"
 #include "partition/tile_grid.h"
