@@ -14,12 +14,8 @@
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "io/raster_reader.h"
-#include "kernels/cpu/kernels.h"
-#include "kernels/union_find.h"
-#include "partition/matching.h"
-#include "partition/offset_solve.h"
-#include "partition/tile_grid.h"
 #include "src/progress.h"
+#include "src/unwrap_region.h"
 
 namespace tessera {
 
@@ -138,156 +134,19 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt) {
     rep.valid = valid;
     stage_done("read");
 
-    const TileGrid grid(H, W, opt.tile_size);
-    const int64_t T = grid.count();
-    rep.tiles = T;
-
-    // --- residues (section 2), per tile ---
-    std::vector<std::vector<Residue>> tile_res(static_cast<size_t>(T));
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t t = 0; t < T; ++t) cpu::find_residues(a, grid.window(t), tile_res[static_cast<size_t>(t)]);
+    UnwrapParams params{opt.tile_size, opt.max_pair_distance, opt.min_component_size, opt.reference};
     std::vector<Residue> res;
-    for (auto& v : tile_res) res.insert(res.end(), v.begin(), v.end());
-    tile_res = {};
-    std::sort(res.begin(), res.end(), [](const Residue& x, const Residue& y) { return x.id < y.id; });
-    rep.residues = static_cast<int64_t>(res.size());
-    stage_done("residues");
-
-    // --- branch cuts: exact greedy matching (section 3) ---
-    MatchStats ms;
-    const std::vector<Cut> cuts = match_residues(res, grid, opt.max_pair_distance, ms);
-    rep.rounds = ms.rounds;
-    rep.leftovers = ms.leftovers;
-    rep.pairs = ms.phase_a_pairs + ms.phase_b_pairs;
-    rep.ground_cuts = ms.phase_a_ground + ms.phase_b_ground;
-    stage_done("matching");
-
-    // --- rasterise: each tile blocks the edges it owns ---
-    std::vector<std::vector<int32_t>> tile_cuts(static_cast<size_t>(T));
-    for (int32_t i = 0; i < static_cast<int32_t>(cuts.size()); ++i) {
-        const Cut& c = cuts[static_cast<size_t>(i)];
-        int64_t r0 = std::min(c.ra, c.rb), r1 = std::max(c.ra, c.rb) + 1;
-        int64_t c0 = std::min(c.ca, c.cb), c1 = std::max(c.ca, c.cb) + 1;
-        switch (c.side) {
-            case kTop: r0 = 0; break;
-            case kBottom: r1 = H - 1; break;
-            case kLeft: c0 = 0; break;
-            case kRight: c1 = W - 1; break;
-            case kNotGround: break;
-        }
-        r1 = std::min(r1, H - 1);
-        c1 = std::min(c1, W - 1);
-        for (int64_t ti = r0 / grid.tile; ti <= r1 / grid.tile; ++ti)
-            for (int64_t tj = c0 / grid.tile; tj <= c1 / grid.tile; ++tj)
-                tile_cuts[static_cast<size_t>(ti * grid.tcols + tj)].push_back(i);
-    }
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t t = 0; t < T; ++t) cpu::block_invalid_edges(a, grid.window(t));
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t t = 0; t < T; ++t) cpu::rasterise_cuts(a, grid.window(t), cuts, tile_cuts[static_cast<size_t>(t)]);
-    tile_cuts = {};
-    stage_done("rasterise");
-
-    // --- weighted union-find per tile (section 4) ---
-    std::vector<int64_t> node_off(static_cast<size_t>(T + 1), 0);
-    for (int64_t t = 0; t < T; ++t) node_off[static_cast<size_t>(t + 1)] = node_off[static_cast<size_t>(t)] + grid.window(t).size();
-    std::vector<uint64_t> nodes(static_cast<size_t>(node_off.back()));
-    std::vector<std::vector<ComponentRecord>> tile_recs(static_cast<size_t>(T));
-    int64_t conflicts = 0;
-#pragma omp parallel for schedule(dynamic) reduction(+ : conflicts)
-    for (int64_t t = 0; t < T; ++t) {
-        const Window w = grid.window(t);
-        uint64_t* nd = nodes.data() + node_off[static_cast<size_t>(t)];
-        conflicts += cpu::tile_union_find(a, w, nd);
-        // The tile's components: roots in ascending order, with their valid-pixel counts.
-        auto& recs = tile_recs[static_cast<size_t>(t)];
-        std::vector<uint32_t> count(static_cast<size_t>(w.size()), 0);
-        for (int64_t i = 0; i < w.rows; ++i)
-            for (int64_t j = 0; j < w.cols; ++j)
-                if (!(flags[static_cast<size_t>(a.index(w.row0 + i, w.col0 + j))] & kInvalid))
-                    ++count[uf::parent(nd[i * w.cols + j])];
-        for (int64_t l = 0; l < w.size(); ++l)
-            if (count[static_cast<size_t>(l)] > 0)
-                recs.push_back({(w.row0 + l / w.cols) * W + w.col0 + l % w.cols, count[static_cast<size_t>(l)]});
-    }
-    stage_done("union_find");
-
-    // --- cross-tile constraints and the offset solve (section 4) ---
-    auto node_of = [&](int64_t r, int64_t c) {
-        const int64_t t = grid.tile_of(r, c);
-        const Window w = grid.window(t);
-        const uint64_t nd = nodes[static_cast<size_t>(node_off[static_cast<size_t>(t)] + (r - w.row0) * w.cols + (c - w.col0))];
-        const int64_t l = uf::parent(nd);
-        return std::pair<int64_t, int32_t>{(w.row0 + l / w.cols) * W + w.col0 + l % w.cols, uf::potential(nd)};
-    };
-    std::vector<std::vector<Constraint>> tile_cons(static_cast<size_t>(T));
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t t = 0; t < T; ++t) {
-        const Window w = grid.window(t);
-        auto& cons = tile_cons[static_cast<size_t>(t)];
-        auto add = [&](int64_t ra, int64_t ca, int64_t rb, int64_t cb) {
-            const auto [ga, ka] = node_of(ra, ca);
-            const auto [gb, kb] = node_of(rb, cb);
-            // k(b) - k(a) = -n(a->b)  =>  K(gb) - K(ga) = -n - kb + ka.
-            const int32_t n = wrap_count(phase[static_cast<size_t>(a.index(ra, ca))], phase[static_cast<size_t>(a.index(rb, cb))]);
-            const Constraint c{ga, gb, -n - kb + ka};
-            if (cons.empty() || !(cons.back() == c)) cons.push_back(c);
-        };
-        const int64_t cr = w.col0 + w.cols - 1, br = w.row0 + w.rows - 1;
-        if (cr + 1 < W)
-            for (int64_t r = w.row0; r <= br; ++r)
-                if (!(flags[static_cast<size_t>(a.index(r, cr))] & kBlockRight)) add(r, cr, r, cr + 1);
-        if (br + 1 < H)
-            for (int64_t c = w.col0; c <= cr; ++c)
-                if (!(flags[static_cast<size_t>(a.index(br, c))] & kBlockDown)) add(br, c, br + 1, c);
-    }
-    std::vector<ComponentRecord> recs;
-    std::vector<Constraint> cons;
-    for (auto& v : tile_recs) recs.insert(recs.end(), v.begin(), v.end());
-    for (auto& v : tile_cons) cons.insert(cons.end(), v.begin(), v.end());
-    tile_cons = {};
-    std::sort(recs.begin(), recs.end(), [](const ComponentRecord& x, const ComponentRecord& y) { return x.root < y.root; });
-    OffsetSolution sol = solve_offsets(recs, cons, opt.min_component_size);
-    conflicts += sol.conflicts;
-    rep.components = sol.components;
-    rep.labelled = sol.labelled;
-    rep.largest = sol.largest;
-    rep.conflicts = conflicts;
-    auto rec_index = [&](int64_t root) {
-        return std::lower_bound(recs.begin(), recs.end(), root,
-                                [](const ComponentRecord& x, int64_t v) { return x.root < v; }) - recs.begin();
-    };
-    if (opt.reference) {
-        // --reference: shift that pixel's component so k = 0 there (section 4).
-        const auto [g, k] = node_of(opt.reference->first, opt.reference->second);
-        const size_t ri = static_cast<size_t>(rec_index(g));
-        const int64_t groot = sol.global_root[ri];
-        const int32_t kref = k + sol.offset[ri];
-        for (size_t i = 0; i < recs.size(); ++i)
-            if (sol.global_root[i] == groot) sol.offset[i] -= kref;
-    }
-    stage_done("offset_solve");
-
-    // --- apply offsets and labels, u = phi + 2 pi k ---
-#pragma omp parallel
-    {
-        std::vector<cpu::RootRecord> root_rec;
-#pragma omp for schedule(dynamic)
-        for (int64_t t = 0; t < T; ++t) {
-            const Window w = grid.window(t);
-            root_rec.resize(static_cast<size_t>(w.size()));
-            size_t ri = static_cast<size_t>(rec_index(tile_recs[static_cast<size_t>(t)].empty() ? 0 : tile_recs[static_cast<size_t>(t)][0].root));
-            for (const ComponentRecord& cr : tile_recs[static_cast<size_t>(t)]) {
-                while (recs[ri].root != cr.root) ++ri;
-                const int64_t r = cr.root / W, c = cr.root % W;
-                root_rec[static_cast<size_t>((r - w.row0) * w.cols + (c - w.col0))] = {sol.offset[ri], sol.label[ri]};
-            }
-            cpu::apply_offsets(a, w, nodes.data() + node_off[static_cast<size_t>(t)], root_rec.data());
-        }
-    }
-    nodes = {};
-    tile_recs = {};
-    stage_done("apply");
+    const RegionStats st = unwrap_region(a, params, opt.save_residues ? &res : nullptr, stage_done);
+    rep.tiles = st.tiles;
+    rep.residues = st.residues;
+    rep.rounds = st.rounds;
+    rep.leftovers = st.leftovers;
+    rep.pairs = st.pairs;
+    rep.ground_cuts = st.ground_cuts;
+    rep.components = st.components;
+    rep.labelled = st.labelled;
+    rep.largest = st.largest;
+    rep.conflicts = st.conflicts;
 
     // --- outputs (section 7) ---
     const double nan = std::nan("");
@@ -332,7 +191,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt) {
         {"reference_col", opt.reference ? opt.reference->second : int64_t{-1}},
         {"ranks", int64_t{1}},
         {"threads", int64_t{omp_get_max_threads()}},
-        {"tiles", T},
+        {"tiles", rep.tiles},
         {"valid_pixels", rep.valid},
         {"residues", rep.residues},
         {"matching_rounds", rep.rounds},

@@ -1,0 +1,158 @@
+// The unwrapper on synthetic scenes held in memory: tile-size invariance (section 1),
+// conservativeness (section 3), congruence and accuracy against the truth.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "kernels/types.h"
+#include "src/accuracy.h"
+#include "src/synth.h"
+#include "src/unwrap_region.h"
+
+namespace tessera {
+namespace {
+
+struct Result {
+    std::vector<float> u;
+    std::vector<uint32_t> label;
+    std::vector<int32_t> k;
+    RegionStats stats;
+};
+
+Result unwrap_scene(const SynthScene& s, UnwrapParams p) {
+    Result out;
+    const size_t n = s.wrapped.size();
+    out.u.resize(n);
+    out.label.resize(n);
+    out.k.resize(n);
+    std::vector<uint8_t> flags(n);
+    for (size_t i = 0; i < n; ++i) {
+        const bool ok = std::isfinite(s.wrapped[i]) && s.coherence[i] > 0.0f;
+        out.u[i] = ok ? s.wrapped[i] : 0.0f;
+        flags[i] = ok ? 0 : kInvalid;
+    }
+    RegionArrays a{s.rows, s.cols, Window{0, 0, s.rows, s.cols}, out.u.data(), flags.data(), out.label.data(),
+                   out.k.data()};
+    out.stats = unwrap_region(a, p, nullptr, [](const char*) {});
+    return out;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+class SynthCase : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SynthCase, TileSizeAndRadiusInvariance) {
+    const SynthScene s = make_scene(GetParam(), 300, 263, 7);
+    UnwrapParams p;
+    p.tile_size = 1 << 20;  // the whole image as one tile
+    const Result ref = unwrap_scene(s, p);
+    EXPECT_EQ(ref.stats.conflicts, 0);
+    for (int64_t tile : {37, 64, 256}) {
+        for (int64_t D : {4, 64}) {
+            p.tile_size = tile;
+            p.max_pair_distance = D;
+            const Result r = unwrap_scene(s, p);
+            EXPECT_EQ(r.stats.conflicts, 0) << "tile " << tile;
+            EXPECT_EQ(r.k, ref.k) << "cycles differ at tile " << tile << " D " << D;
+            EXPECT_EQ(r.label, ref.label) << "labels differ at tile " << tile << " D " << D;
+            EXPECT_TRUE(same_bits(r.u, ref.u)) << "unwrapped phase differs at tile " << tile << " D " << D;
+        }
+    }
+}
+
+TEST_P(SynthCase, CongruentWithTheWrappedPhase) {
+    const SynthScene s = make_scene(GetParam(), 256, 256, 3);
+    UnwrapParams p;
+    p.tile_size = 64;
+    const Result r = unwrap_scene(s, p);
+    int64_t checked = 0;
+    for (size_t i = 0; i < s.wrapped.size(); ++i) {
+        const bool ok = std::isfinite(s.wrapped[i]) && s.coherence[i] > 0.0f;
+        if (!ok) {
+            ASSERT_TRUE(std::isnan(r.u[i]));
+            ASSERT_EQ(r.label[i], 0u);
+            continue;
+        }
+        // rewrap(u) == wrapped: u - phi is an exact multiple of the float 2 pi.
+        const float k = std::rint((r.u[i] - s.wrapped[i]) / kTwoPiF);
+        ASSERT_EQ(s.wrapped[i] + kTwoPiF * k, r.u[i]) << "pixel " << i;
+        ASSERT_EQ(static_cast<int32_t>(k), r.k[i]);
+        ++checked;
+    }
+    EXPECT_GT(checked, 0);
+}
+
+TEST_P(SynthCase, LabelsOrderedBySizeAndRootsHaveZeroCycles) {
+    const SynthScene s = make_scene(GetParam(), 200, 220, 11);
+    UnwrapParams p;
+    p.tile_size = 50;
+    p.min_component_size = 1;
+    const Result r = unwrap_scene(s, p);
+    std::map<uint32_t, int64_t> size, first;
+    for (size_t i = 0; i < r.label.size(); ++i)
+        if (r.label[i]) {
+            ++size[r.label[i]];
+            if (!first.count(r.label[i])) first[r.label[i]] = static_cast<int64_t>(i);
+        }
+    ASSERT_FALSE(size.empty());
+    EXPECT_EQ(size.rbegin()->first, size.size()) << "labels are 1..N without gaps";
+    for (auto it = size.begin(); std::next(it) != size.end(); ++it) {
+        const auto nx = std::next(it);
+        EXPECT_TRUE(it->second > nx->second || (it->second == nx->second && first[it->first] < first[nx->first]));
+    }
+    // Without --reference the component's smallest-index pixel has k = 0 (section 4).
+    for (const auto& [lab, idx] : first) EXPECT_EQ(r.k[static_cast<size_t>(idx)], 0) << "label " << lab;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCases, SynthCase, ::testing::Values("bowl", "topo", "holes", "fringes"));
+
+TEST(UnwrapRegion, ReferencePixelGetsZeroCycles) {
+    const SynthScene s = make_scene("bowl", 128, 128, 5);
+    UnwrapParams p;
+    p.tile_size = 40;
+    p.reference = std::pair<int64_t, int64_t>{100, 90};
+    const Result r = unwrap_scene(s, p);
+    EXPECT_EQ(r.k[100 * 128 + 90], 0);
+    p.reference.reset();
+    const Result r0 = unwrap_scene(s, p);
+    // Same component, shifted by a constant.
+    const int32_t shift = r0.k[100 * 128 + 90];
+    EXPECT_NE(shift, 0) << "choose a reference pixel away from the root for this test to mean something";
+    for (size_t i = 0; i < r.k.size(); ++i)
+        if (r.label[i] == r.label[100 * 128 + 90] && r.label[i] != 0) ASSERT_EQ(r.k[i], r0.k[i] - shift);
+}
+
+// Accuracy against the truth, with floors set just under what was measured (README).
+struct Floor {
+    std::string name;
+    int64_t size;
+    double min_fraction;
+};
+class Accuracy512 : public ::testing::TestWithParam<Floor> {};
+
+TEST_P(Accuracy512, FractionCorrectPerComponent) {
+    const Floor f = GetParam();
+    const SynthScene s = make_scene(f.name, f.size, f.size, 1);
+    UnwrapParams p;
+    p.tile_size = 128;
+    const Result r = unwrap_scene(s, p);
+    EXPECT_EQ(r.stats.conflicts, 0);
+    const tessera::Accuracy acc = fraction_correct(r.u, s.truth, r.label);
+    RecordProperty("fraction_correct", std::to_string(acc.fraction()));
+    std::printf("[ accuracy ] %s %lldx%lld: %.6f (%lld residues)\n", f.name.c_str(), static_cast<long long>(f.size),
+                static_cast<long long>(f.size), acc.fraction(), static_cast<long long>(r.stats.residues));
+    EXPECT_GE(acc.fraction(), f.min_fraction);
+}
+
+INSTANTIATE_TEST_SUITE_P(Synth, Accuracy512,
+                         ::testing::Values(Floor{"bowl", 512, 0.999}, Floor{"topo", 512, 0.99},
+                                           Floor{"holes", 512, 0.98}, Floor{"fringes", 512, 0.98}),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace tessera
