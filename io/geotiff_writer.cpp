@@ -51,8 +51,8 @@ private:
 void check_output_dir(const std::string& path) {
     namespace fs = std::filesystem;
     if (path.empty()) throw InputError(path, "empty output path");
-    std::string dir = fs::path(path).parent_path().string();
-    if (dir.empty()) dir = ".";
+    const fs::path parent = fs::path(path).parent_path();
+    const std::string dir = parent.empty() ? std::string(1, '.') : parent.string();
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0) {
         throw InputError(path, "output directory " + dir + " does not exist");

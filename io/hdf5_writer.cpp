@@ -364,11 +364,8 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         // Parallel HDF5 1.10 writes filtered datasets only with collective I/O and
         // incremental (or early) allocation; incremental allocates chunks when they
         // are first written, so no fill chunks are compressed and written twice.
-        const char* FX = getenv("FX"); std::string fx = FX ? FX : "sd";  // TEMP-BENCH
-        if (fx.find('s') != std::string::npos) H5Pset_shuffle(dcpl.get());
-        if (fx.find('d') != std::string::npos) H5Pset_deflate(dcpl.get(), 1);
-        if (fx.find('z') != std::string::npos) H5Pset_szip(dcpl.get(), H5_SZIP_NN_OPTION_MASK, 16);
-        if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0 || H5Pset_fill_value(dcpl.get(), type, &fill) < 0 ||
+        if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0 || H5Pset_shuffle(dcpl.get()) < 0 ||
+            H5Pset_deflate(dcpl.get(), 1) < 0 || H5Pset_fill_value(dcpl.get(), type, &fill) < 0 ||
             H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR) < 0) {
             fail("cannot set chunking/compression");
             break;
