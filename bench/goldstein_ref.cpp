@@ -5,28 +5,34 @@
 //
 //   1. residues: sum of the four wrapped gradients around every 2x2 loop; the residue is
 //      stored at the loop's top-left pixel (POS_RES / NEG_RES bit flags);
-//   2. branch cuts: scan the image in raster order; from each unvisited residue grow boxes of
-//      size 3, 5, 7, ... up to the maximum box size around every "active" residue of the current
-//      tree; every residue found in a box is connected by a cut (Bresenham line of BRANCH_CUT
-//      bits) to the box centre and added to the active list (unvisited ones change the tree's
-//      charge); touching the border (image edge or an invalid pixel) connects the box centre to
-//      the nearest border pixel and balances the tree; a tree still unbalanced at the maximum
-//      box size is connected from its active residue nearest to the border;
-//   3. integration: flood fill (FIFO queue) from the first unvisited valid pixel, adding wrapped
-//      differences, never entering cut or invalid pixels; every disconnected region starts a new
-//      flood with its own arbitrary offset; finally the valid pixels on cuts are unwrapped from
-//      already unwrapped neighbours.
+//   2. branch cuts: scan the image in raster order; from each residue not yet in a tree grow
+//      boxes of size 3, 5, 7, ... up to the maximum box size around every "active" residue of
+//      the current tree (the whole box is scanned, and residues added during a pass get a box of
+//      the same size); every residue found in a box is connected by a cut (8-connected
+//      Bresenham line of BRANCH_CUT bits) to the box centre and joins the active list (residues
+//      of earlier trees join without changing the charge); a border pixel (image edge or
+//      invalid pixel) in a box connects the box centre to its nearest border pixel and balances
+//      the tree; a tree still charged at the maximum box size is connected to the border from
+//      its active residue nearest to the border. No dipole pre-pass, no quality map.
+//   3. integration: flood fill (FIFO queue) from the first valid pixel not yet reached, adding
+//      wrapped differences, never entering cut or invalid pixels; every disconnected region
+//      starts a new flood with its own arbitrary offset; finally the valid pixels on cuts are
+//      unwrapped from already unwrapped neighbours (raster pass, then spreading along cuts).
 //
 // Usage: goldstein_ref IN.f32 ROWS COLS OUT.f32 [--mask MASK.u8] [--max-box N] [--hugepages]
-//                      [--flags-out F.u8]
-//   IN.f32   raw float32 wrapped phase (radians), row-major ROWS x COLS, NaN = invalid
-//   OUT.f32  raw float32 unwrapped phase, NaN where invalid or not reached
-//   MASK.u8  optional raw uint8 mask, 0 = invalid
-//   --hugepages  advise transparent huge pages for the big arrays (off by default)
-//   N        maximum box size (odd sizes 3, 5, ... <= N are tried); default 60. (The book's
-//            goldstein.c default is (xsize + ysize) / 2; 60 bounds the cost on large images.)
-//   F.u8     (debugging) the final bit flags: 1 +res, 2 -res, 16 cut, 32 invalid, 64 unwrapped
-// Prints: goldstein_ref rows=.. cols=.. residues=.. seconds_unwrap=.. seconds_total=..
+//                      [--flags-out FLAGS.u8]
+//   IN.f32       raw float32 wrapped phase (radians), row-major ROWS x COLS, NaN = invalid;
+//                finite values outside [-pi, pi) are wrapped into it first
+//   OUT.f32      raw float32 unwrapped phase, NaN where invalid or not reached
+//   --mask       raw uint8 mask, 0 = invalid
+//   --max-box    largest box size tried (odd sizes 3, 5, ... <= N); default 60
+//   --hugepages  advise transparent huge pages for the big arrays (off by default: the book's
+//                program uses plain allocations)
+//   --flags-out  (debugging) the final bit flags: 1 +res, 2 -res, 16 cut, 32 invalid, 64 unwrapped
+// Prints on stdout: goldstein_ref rows=.. cols=.. residues=.. seconds_unwrap=.. seconds_total=..
+//   seconds_unwrap: wall time from the loaded arrays to the solution (residues, cuts,
+//   integration); seconds_total: the whole run including the raw file I/O.
+// On stderr: per-phase wall times, the unwrap's thread CPU time, cut and NaN pixel counts.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -35,11 +41,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <string>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <sys/mman.h>
+#include <time.h>
 
 namespace {
 
@@ -97,6 +104,13 @@ Array<T> alloc_array(size_t n, bool huge) {
     }
     if (!p) die("out of memory");
     return Array<T>(static_cast<T*>(p));
+}
+
+// CPU time of this thread (to tell the algorithm's cost from waiting on a busy machine).
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
 void read_raw(const char* path, void* dst, size_t bytes) {
@@ -407,6 +421,7 @@ int main(int argc, char** argv) {
     std::fill(soln.get(), soln.get() + N, std::numeric_limits<float>::quiet_NaN());
     Array<uint32_t> q = alloc_array<uint32_t>(N, huge);
 
+    const double cpu0 = thread_cpu_seconds();
     const auto t0 = clk::now();
     Goldstein g;
     g.H = H;
@@ -431,6 +446,7 @@ int main(int argc, char** argv) {
     const auto tc = clk::now();
     g.integrate(soln.get(), q.get());
     const auto t1 = clk::now();
+    const double cpu1 = thread_cpu_seconds();
 
     write_raw(out_path, soln.get(), N * sizeof(float));
     if (flags_path) write_raw(flags_path, fl.get(), N);
@@ -442,9 +458,9 @@ int main(int argc, char** argv) {
         nnan += std::isnan(soln[k]);
     }
     std::fprintf(stderr,
-                 "goldstein_ref phases: prepare=%.4f residues=%.4f cuts=%.4f integrate=%.4f "
-                 "cut_pixels=%lld nan_pixels=%lld max_box=%d hugepages=%d\n",
-                 sec(t0, ta), sec(ta, tb), sec(tb, tc), sec(tc, t1), static_cast<long long>(ncut),
+                 "goldstein_ref phases: t_prepare=%.4f t_residues=%.4f t_cuts=%.4f t_integrate=%.4f "
+                 "cpu_unwrap=%.4f cut_pixels=%lld nan_pixels=%lld max_box=%d hugepages=%d\n",
+                 sec(t0, ta), sec(ta, tb), sec(tb, tc), sec(tc, t1), cpu1 - cpu0, static_cast<long long>(ncut),
                  static_cast<long long>(nnan), max_box, int(huge));
     std::printf("goldstein_ref rows=%d cols=%d residues=%lld seconds_unwrap=%.4f seconds_total=%.4f\n", H,
                 W, static_cast<long long>(nres), std::chrono::duration<double>(t1 - t0).count(),

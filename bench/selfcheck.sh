@@ -5,6 +5,8 @@
 # Environment: BUILD (build dir, default build-bench), WORK (scratch dir for the raw files;
 # default a fresh temporary dir, removed at exit), REPS (timing repetitions, default 5),
 # GOLDSTEIN_FLAGS (extra goldstein_ref flags for the timings, e.g. --hugepages).
+# Timings are wall clock (seconds_unwrap, seconds_total) plus, from goldstein_ref's stderr
+# line, the thread CPU time of the unwrap (cpu_unwrap) and the wall time of each phase.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-bench}
@@ -21,7 +23,7 @@ cmake -S bench -B "$BUILD" >/dev/null
 cmake --build "$BUILD" >/dev/null
 GEN=$BUILD/gen_phase GS=$BUILD/goldstein_ref SC=$BUILD/score CC=$BUILD/cut_check
 fail=0
-field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p"; }  # value of key=VALUE in a line
+field() { sed -n "s/\(^\|.* \)$1=\([^ ]*\).*/\2/p"; }  # VALUE of a "key=VALUE" word
 check() {  # check NAME CONDITION-DESCRIPTION awk-expression
   if awk "BEGIN { exit !($3) }"; then echo "  ok   $1: $2"; else echo "  FAIL $1: $2"; fail=1; fi
 }
@@ -73,11 +75,11 @@ if [[ $TIMING == 1 ]]; then
     "$GEN" topo "$1" "$1" "$WORK/${n}_w.f32" "$WORK/${n}_t.f32" --cycles "$2" --noise 0.5
     : >"$WORK/${n}.times"
     for ((i = 0; i < REPS; i++)); do
-      "$GS" "$WORK/${n}_w.f32" "$1" "$1" "$WORK/${n}_u.f32" ${GOLDSTEIN_FLAGS:-} 2>/dev/null |
+      "$GS" "$WORK/${n}_w.f32" "$1" "$1" "$WORK/${n}_u.f32" ${GOLDSTEIN_FLAGS:-} 2>&1 |
         tee -a "$WORK/${n}.times"
     done
     "$SC" "$WORK/${n}_u.f32" "$WORK/${n}_t.f32" "$1" "$1"
-    for key in seconds_unwrap seconds_total; do
+    for key in seconds_unwrap seconds_total cpu_unwrap t_residues t_cuts t_integrate; do
       field $key <"$WORK/${n}.times" | sort -g |
         awk -v k=$key '{ v[NR] = $1 } END { printf "  %s: min=%.4f median=%.4f max=%.4f\n", k, v[1], v[int((NR + 1) / 2)], v[NR] }'
     done

@@ -18,8 +18,10 @@ int fail(const std::string& msg, int code) {
     int size = 1, rank = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::fprintf(stderr, size > 1 ? "tessera: error (rank %d): %s\n" : "tessera: error: %s\n",
-                 size > 1 ? rank : 0, msg.c_str());
+    if (size > 1)
+        std::fprintf(stderr, "tessera: error (rank %d): %s\n", rank, msg.c_str());
+    else
+        std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
     if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);  // one failing rank ends the job (section 7)
     MPI_Finalize();
     return code;

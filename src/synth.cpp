@@ -80,46 +80,27 @@ inline double dlog(double x) {
         ++e;
     }
     const double s = (m - 1.0) / (m + 1.0);  // |s| <= 0.1716
-    const double s2 = s * s;
-    double p = 1.0 / 23.0;
-    p = p * s2 + 1.0 / 21.0;
-    p = p * s2 + 1.0 / 19.0;
-    p = p * s2 + 1.0 / 17.0;
-    p = p * s2 + 1.0 / 15.0;
-    p = p * s2 + 1.0 / 13.0;
-    p = p * s2 + 1.0 / 11.0;
-    p = p * s2 + 1.0 / 9.0;
-    p = p * s2 + 1.0 / 7.0;
-    p = p * s2 + 1.0 / 5.0;
-    p = p * s2 + 1.0 / 3.0;
-    p = p * s2 + 1.0;
+    const double z = s * s, z2 = z * z, z4 = z2 * z2;  // z <= 0.0295
+    // 1 + z/3 + z^2/5 + ... + z^7/15 (Estrin: short dependency chains); error < 1e-13.
+    const double p = ((1.0 + z * (1.0 / 3.0)) + z2 * (1.0 / 5.0 + z * (1.0 / 7.0))) +
+                     z4 * ((1.0 / 9.0 + z * (1.0 / 11.0)) + z2 * (1.0 / 13.0 + z * (1.0 / 15.0)));
     constexpr double kLn2 = 0.69314718055994530942;
     return 2.0 * s * p + e * kLn2;
 }
 
-// sin and cos of |r| <= pi/4 (Taylor, error < 1e-16).
+// sin and cos of |r| <= pi/4 (Taylor to r^15 / r^16, Estrin; error < 1e-16).
 inline double sin_kernel(double r) {
-    const double r2 = r * r;
-    double p = -1.0 / 1307674368000.0;  // -1/15!
-    p = p * r2 + 1.0 / 6227020800.0;
-    p = p * r2 - 1.0 / 39916800.0;
-    p = p * r2 + 1.0 / 362880.0;
-    p = p * r2 - 1.0 / 5040.0;
-    p = p * r2 + 1.0 / 120.0;
-    p = p * r2 - 1.0 / 6.0;
-    return r + r * r2 * p;
+    const double x = r * r, x2 = x * x, x4 = x2 * x2;
+    const double p = ((-1.0 / 6.0 + x * (1.0 / 120.0)) + x2 * (-1.0 / 5040.0 + x * (1.0 / 362880.0))) +
+                     x4 * ((-1.0 / 39916800.0 + x * (1.0 / 6227020800.0)) + x2 * (-1.0 / 1307674368000.0));
+    return r + r * x * p;
 }
 inline double cos_kernel(double r) {
-    const double r2 = r * r;
-    double p = 1.0 / 20922789888000.0;  // 1/16!
-    p = p * r2 - 1.0 / 87178291200.0;
-    p = p * r2 + 1.0 / 479001600.0;
-    p = p * r2 - 1.0 / 3628800.0;
-    p = p * r2 + 1.0 / 40320.0;
-    p = p * r2 - 1.0 / 720.0;
-    p = p * r2 + 1.0 / 24.0;
-    p = p * r2 - 0.5;
-    return 1.0 + r2 * p;
+    const double x = r * r, x2 = x * x, x4 = x2 * x2;
+    const double p = ((-0.5 + x * (1.0 / 24.0)) + x2 * (-1.0 / 720.0 + x * (1.0 / 40320.0))) +
+                     x4 * ((-1.0 / 3628800.0 + x * (1.0 / 479001600.0)) +
+                           x2 * (-1.0 / 87178291200.0 + x * (1.0 / 20922789888000.0)));
+    return 1.0 + x * p;
 }
 
 // sin / cos for moderate arguments (|x| < 1e6 here).
@@ -137,17 +118,6 @@ inline void dsincos(double x, double& s, double& c) {
         default: s = -cr; c = sr; break;
     }
 }
-inline double dsin(double x) {
-    double s, c;
-    dsincos(x, s, c);
-    return s;
-}
-inline double dcos(double x) {
-    double s, c;
-    dsincos(x, s, c);
-    return c;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Counter-based random numbers: splitmix64 of (stream key + index).
 
@@ -182,16 +152,56 @@ struct Draws {
     uint64_t bits() { return hash_at(key, i++); }
 };
 
-// Standard normal via Box-Muller from two hashes of pixel i.
-inline double gauss_at(uint64_t key, uint64_t i) {
-    const uint64_t h1 = hash_at(key, 2 * i), h2 = hash_at(key, 2 * i + 1);
+// Box-Muller: a pair of independent standard normals from two hashes of pair index p. The
+// uniform angle is drawn as a quadrant (2 bits) plus an offset in [-pi/4, pi/4) (51 other bits),
+// so that only the short-range sin/cos kernels are needed.
+inline void gauss_pair(uint64_t key, uint64_t p, double& z0, double& z1) {
+    const uint64_t h1 = hash_at(key, 2 * p), h2 = hash_at(key, 2 * p + 1);
     const double u1 = static_cast<double>((h1 >> 11) + 1) * 0x1.0p-53;  // (0, 1]
-    return std::sqrt(-2.0 * dlog(u1)) * dcos(kTwoPi * u01(h2));
+    const double rad = std::sqrt(-2.0 * dlog(u1));
+    const double t = (static_cast<double>((h2 >> 11) & ((uint64_t{1} << 51) - 1)) * 0x1.0p-51 - 0.5) *
+                     (0.5 * kPi);
+    const double c = cos_kernel(t), s = sin_kernel(t);
+    double x, y;
+    switch (h2 >> 62) {
+        case 0: x = c; y = s; break;
+        case 1: x = -s; y = c; break;
+        case 2: x = -c; y = -s; break;
+        default: x = s; y = -c; break;
+    }
+    z0 = rad * x;
+    z1 = rad * y;
+}
+
+// out[c] = standard normal number i0 + c, for c in [0, n): normal i is component (i & 1) of
+// pair i >> 1, whatever the row layout, so the value depends on the global index only.
+void gauss_row(uint64_t key, uint64_t i0, int64_t n, double* out) {
+    int64_t c = 0;
+    double z0, z1;
+    if ((i0 & 1) != 0 && n > 0) {
+        gauss_pair(key, i0 >> 1, z0, z1);
+        out[0] = z1;
+        c = 1;
+    }
+    for (; c + 1 < n; c += 2) {
+        gauss_pair(key, (i0 + static_cast<uint64_t>(c)) >> 1, z0, z1);
+        out[c] = z0;
+        out[c + 1] = z1;
+    }
+    if (c < n) {
+        gauss_pair(key, (i0 + static_cast<uint64_t>(c)) >> 1, z0, z1);
+        out[c] = z0;
+    }
 }
 
 // wrap(x) into [-pi, pi), cast to float and kept strictly inside after the cast.
+inline double floor_d(double v) {  // |v| < 2^62; exact, and no libm call without SSE4.1
+    double t = static_cast<double>(static_cast<int64_t>(v));
+    return t > v ? t - 1.0 : t;
+}
 inline float wrap_f(double x) {
-    double w = x - kTwoPi * std::floor((x + kPi) / kTwoPi);
+    constexpr double kInvTwoPi = 0.15915494309189533577;
+    double w = x - kTwoPi * floor_d((x + kPi) * kInvTwoPi);
     if (w >= kPi) w -= kTwoPi;
     if (w < -kPi) w += kTwoPi;
     float f = static_cast<float>(w);
@@ -305,6 +315,42 @@ double max_edge_step(const std::vector<float>& f, int64_t rows, int64_t cols) {
     return m;
 }
 
+// The q-quantile of |difference| along horizontal and vertical edges of f, given their
+// maximum: a histogram of 4096 bins (integer counts, so the result does not depend on the
+// number of threads), read at the upper edge of the bin that reaches q.
+double edge_step_quantile(const std::vector<float>& f, int64_t rows, int64_t cols, double max_step,
+                          double q) {
+    if (!(max_step > 0.0)) return 0.0;
+    constexpr int kBins = 4096;
+    const double to_bin = kBins / max_step;
+    std::vector<int64_t> hist(kBins, 0);
+#pragma omp parallel
+    {
+        std::vector<int64_t> h(kBins, 0);
+        auto add = [&](float d) {
+            h[static_cast<size_t>(std::min<double>(kBins - 1, std::fabs(d) * to_bin))] += 1;
+        };
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* a = f.data() + r * cols;
+            for (int64_t c = 0; c + 1 < cols; ++c) add(a[c + 1] - a[c]);
+            if (r + 1 < rows)
+                for (int64_t c = 0; c < cols; ++c) add(a[c + cols] - a[c]);
+        }
+#pragma omp critical(tessera_synth_hist)
+        for (int b = 0; b < kBins; ++b) hist[static_cast<size_t>(b)] += h[static_cast<size_t>(b)];
+    }
+    int64_t total = 0;
+    for (int64_t v : hist) total += v;
+    const double want = q * static_cast<double>(total);
+    int64_t acc = 0;
+    for (int b = 0; b < kBins; ++b) {
+        acc += hist[static_cast<size_t>(b)];
+        if (static_cast<double>(acc) >= want) return (b + 1) / to_bin;
+    }
+    return max_step;
+}
+
 // Coherence texture: a few smooth octaves, returned in [-1, 1].
 struct CohTexture {
     Fractal fr;
@@ -313,11 +359,6 @@ struct CohTexture {
 };
 
 constexpr uint64_t kCaseBowl = 1, kCaseTopo = 2, kCaseHoles = 3, kCaseFringes = 4;
-
-// Per-thread row scratch.
-struct RowScratch {
-    std::vector<float> a, b, s;
-};
 
 // ---------------------------------------------------------------------------------------------
 // bowl: Gaussian deformation bowls + ramp, noise std 0.15, coherence 0.90-0.95.
@@ -369,23 +410,21 @@ void make_bowl(SynthScene& sc, uint64_t seed) {
     const uint64_t nkey = stream_key(seed, kCaseBowl, kNoise);
 #pragma omp parallel
     {
-        RowScratch rs_;
-        rs_.a.resize(static_cast<size_t>(W));
-        rs_.s.resize(static_cast<size_t>(tex.fr.scratch_size()));
+        std::vector<float> texrow(static_cast<size_t>(W)), s(static_cast<size_t>(tex.fr.scratch_size()));
+        std::vector<double> z(static_cast<size_t>(W));
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < H; ++r) {
-            tex.fr.row(r, W, rs_.a.data(), rs_.s.data());
+            tex.fr.row(r, W, texrow.data(), s.data());
+            gauss_row(nkey, static_cast<uint64_t>(r * W), W, z.data());
             const double inv = 1.0 / tex.fr.amp_sum();
             float* t = sc.truth.data() + r * W;
             float* w = sc.wrapped.data() + r * W;
             float* g = sc.coherence.data() + r * W;
             for (int64_t c = 0; c < W; ++c) {
-                const uint64_t i = static_cast<uint64_t>(r * W + c);
                 const float tv = scale == 1.0 ? t[c] : static_cast<float>(scale * t[c]);
                 t[c] = tv;
-                const double n = 0.15 * gauss_at(nkey, i);
-                w[c] = wrap_f(static_cast<double>(tv) + n);
-                g[c] = static_cast<float>(0.925 + 0.025 * (rs_.a[static_cast<size_t>(c)] * inv));
+                w[c] = wrap_f(static_cast<double>(tv) + 0.15 * z[static_cast<size_t>(c)]);
+                g[c] = static_cast<float>(0.925 + 0.025 * (texrow[static_cast<size_t>(c)] * inv));
             }
         }
     }
@@ -437,7 +476,7 @@ std::vector<std::vector<Disc>> make_holes(Draws& d, int64_t H, int64_t W) {
     std::vector<std::vector<Disc>> holes;
     for (int h = 0; h < n; ++h) {
         std::vector<Disc> blob;
-        const double R = M * d.uniform(0.025, 0.065) + 1.0;
+        const double R = M * d.uniform(0.015, 0.04) + 2.0;
         const double r0 = d.uniform(0.08, 0.92) * H, c0 = d.uniform(0.08, 0.92) * W;
         blob.push_back({r0, c0, R});
         const int extra = static_cast<int>(d.bits() % 3);  // blobs: up to two more lobes
@@ -467,9 +506,11 @@ void make_topo(SynthScene& sc, uint64_t seed, bool with_holes) {
             tex.fr.row(r, W, sc.coherence.data() + r * W, s.data());
         }
     }
-    const double step = max_edge_step(sc.truth, H, W);
-    const double kMaxStep = 0.75;  // rad per pixel, the steepest slope in the scene
-    const double scale = step > 0.0 ? kMaxStep / step : 0.0;
+    // Many fringes, but unwrappable: 99.9 % of the pixel steps below 0.65 rad, none above 1.1.
+    const double step_max = max_edge_step(sc.truth, H, W);
+    const double step_q = edge_step_quantile(sc.truth, H, W, step_max, 0.999);
+    const double kMaxStep = 0.65;  // rad per pixel, "steep" for the coherence model
+    const double scale = step_q > 0.0 ? std::min(kMaxStep / step_q, 1.1 / step_max) : 0.0;
     const double inv_tex = 1.0 / tex.fr.amp_sum();
 
     River river;
@@ -488,8 +529,10 @@ void make_topo(SynthScene& sc, uint64_t seed, bool with_holes) {
 #pragma omp parallel
     {
         std::vector<const Disc*> near;
+        std::vector<double> z(static_cast<size_t>(W));
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < H; ++r) {
+            gauss_row(nkey, static_cast<uint64_t>(r * W), W, z.data());
             const float* f = sc.truth.data() + r * W;
             const float* fu = r > 0 ? f - W : f;
             const float* fd = r + 1 < H ? f + W : f;
@@ -533,7 +576,7 @@ void make_topo(SynthScene& sc, uint64_t seed, bool with_holes) {
                     w[c] = wrap_f(-kPi + kTwoPi * u01(hash_at(hkey, i)));
                 } else {
                     const double sigma = std::sqrt(1.0 - coh * coh) / coh * inv_sqrt_2L;
-                    const double n = std::clamp(sigma * gauss_at(nkey, i), -kPi, kPi);
+                    const double n = std::clamp(sigma * z[static_cast<size_t>(c)], -kPi, kPi);
                     w[c] = wrap_f(tv + n);
                 }
             }
@@ -568,18 +611,19 @@ void make_fringes(SynthScene& sc, uint64_t seed) {
 #pragma omp parallel
     {
         std::vector<float> s(static_cast<size_t>(tex.fr.scratch_size()));
+        std::vector<double> z(static_cast<size_t>(W));
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < H; ++r) {
+            gauss_row(nkey, static_cast<uint64_t>(r * W), W, z.data());
             float* t = sc.truth.data() + r * W;
             float* w = sc.wrapped.data() + r * W;
             float* g = sc.coherence.data() + r * W;
             tex.fr.row(r, W, g, s.data());
             const double dr2 = (r - r0) * (r - r0);
             for (int64_t c = 0; c < W; ++c) {
-                const uint64_t i = static_cast<uint64_t>(r * W + c);
                 const float tv = static_cast<float>(a * (dr2 + (c - c0) * (c - c0)));
                 t[c] = tv;
-                w[c] = wrap_f(static_cast<double>(tv) + 0.5 * gauss_at(nkey, i));
+                w[c] = wrap_f(static_cast<double>(tv) + 0.5 * z[static_cast<size_t>(c)]);
                 g[c] = static_cast<float>(0.7 + 0.03 * (g[c] * inv_tex));
             }
         }

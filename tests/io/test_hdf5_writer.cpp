@@ -221,7 +221,9 @@ TEST_F(Hdf5WriterTest, RoundTripsEveryTypeThroughStridedWindows) {
         EXPECT_EQ(info.cols, static_cast<hsize_t>(cols));
         EXPECT_EQ(info.cls, cls);
         EXPECT_EQ(info.size, size);
-        if (cls == H5T_INTEGER) EXPECT_EQ(info.sign, sign);
+        if (cls == H5T_INTEGER) {
+            EXPECT_EQ(info.sign, sign);
+        }
         EXPECT_EQ(info.chunk[0], 512u);
         EXPECT_EQ(info.chunk[1], 512u);
         ASSERT_EQ(info.filters.size(), 2u);

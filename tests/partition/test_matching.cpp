@@ -101,7 +101,9 @@ TEST_P(MatchingOracle, PhaseAPlusBEqualsSerialGreedy) {
                       static_cast<int64_t>(res.size()));
         }
     // On a 2-pixel-high strip every residue touches the ground, so phase B has nothing to do.
-    if (std::min(cs.H, cs.W) > 8) EXPECT_GT(phase_b_seen, 0) << "phase B was never exercised";
+    if (std::min(cs.H, cs.W) > 8) {
+        EXPECT_GT(phase_b_seen, 0) << "phase B was never exercised";
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomFields, MatchingOracle,

@@ -115,16 +115,22 @@ TEST(UnwrapRegion, ReferencePixelGetsZeroCycles) {
     const SynthScene s = make_scene("bowl", 128, 128, 5);
     UnwrapParams p;
     p.tile_size = 40;
-    p.reference = std::pair<int64_t, int64_t>{100, 90};
-    const Result r = unwrap_scene(s, p);
-    EXPECT_EQ(r.k[100 * 128 + 90], 0);
-    p.reference.reset();
     const Result r0 = unwrap_scene(s, p);
-    // Same component, shifted by a constant.
-    const int32_t shift = r0.k[100 * 128 + 90];
-    EXPECT_NE(shift, 0) << "choose a reference pixel away from the root for this test to mean something";
-    for (size_t i = 0; i < r.k.size(); ++i)
-        if (r.label[i] == r.label[100 * 128 + 90] && r.label[i] != 0) ASSERT_EQ(r.k[i], r0.k[i] - shift);
+    // A reference pixel in label 1 whose k is not 0 without --reference.
+    size_t ref = 0;
+    while (ref < r0.k.size() && !(r0.label[ref] == 1 && r0.k[ref] != 0)) ++ref;
+    ASSERT_LT(ref, r0.k.size()) << "the scene has no pixel with k != 0";
+    p.reference = std::pair<int64_t, int64_t>{static_cast<int64_t>(ref / 128), static_cast<int64_t>(ref % 128)};
+    const Result r = unwrap_scene(s, p);
+    EXPECT_EQ(r.k[ref], 0);
+    const int32_t shift = r0.k[ref];
+    for (size_t i = 0; i < r.k.size(); ++i) {
+        if (r0.label[i] == 1) {
+            ASSERT_EQ(r.k[i], r0.k[i] - shift) << "pixel " << i;
+        } else {
+            ASSERT_EQ(r.k[i], r0.k[i]) << "pixel " << i << " is in another component";
+        }
+    }
 }
 
 // Accuracy against the truth, with floors set just under what was measured (README).
@@ -150,8 +156,8 @@ TEST_P(Accuracy512, FractionCorrectPerComponent) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Synth, Accuracy512,
-                         ::testing::Values(Floor{"bowl", 512, 0.999}, Floor{"topo", 512, 0.99},
-                                           Floor{"holes", 512, 0.98}, Floor{"fringes", 512, 0.98}),
+                         ::testing::Values(Floor{"bowl", 512, 0.9999}, Floor{"topo", 512, 0.9999},
+                                           Floor{"holes", 512, 0.96}, Floor{"fringes", 512, 0.9999}),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# README command 1: set up, build, write the default synthetic scene as GeoTIFF and unwrap it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash jobs/setup.sh
+out=${TESSERA_DEMO_DIR:-demo}
+size=${TESSERA_DEMO_SIZE:-2048x2048}
+./build/tessera synth --case holes --size "$size" --seed 1 "$out" >/dev/null
+./build/tessera unwrap "$out/holes_wrapped.tif" "$out/holes_unwrapped.h5" \
+    --coherence "$out/holes_coherence.tif" --geotiff "$out/holes_unwrapped.tif"
+echo
+echo "result: $out/holes_unwrapped.h5 (and $out/holes_unwrapped.tif); describe it with:"
+echo "  ./build/tessera info $out/holes_unwrapped.h5"

@@ -1,0 +1,206 @@
+// Multi-rank check of Hdf5Writer (run under mpirun -np 3; any rank count >= 1 works).
+// Every rank but rank 1 owns a horizontal band of the image; rank 1 owns an empty
+// window and still takes part in every collective write. Band borders do not fall
+// on the 512-row chunk borders, so chunks are shared by ranks. After commit,
+// rank 0 reads the file back serially and checks every pixel and attribute.
+// Also checked collectively: errors are thrown alike on every rank, and an
+// uncommitted writer leaves no file. Exit code 0 when all is well, 1 otherwise.
+//
+// Not a GoogleTest file (name not test_*.cpp): it has its own main. Build and run
+// from the repository root (one command line each):
+//   mpicxx -std=c++20 -O2 -I. $(pkg-config --cflags hdf5-openmpi)
+//          tests/io/mpi_hdf5_writer_check.cpp io/hdf5_writer.cpp
+//          $(pkg-config --libs hdf5-openmpi) -o mpi_hdf5_writer_check
+//   mpirun -np 3 ./mpi_hdf5_writer_check [output-directory]
+#include <hdf5.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "io/hdf5_writer.h"
+#include "io/input_error.h"
+
+using tessera::Hdf5Writer;
+using tessera::Window;
+
+namespace {
+
+int g_rank = 0, g_size = 1;
+int g_failures = 0;
+
+void fail(const std::string& what) {
+    std::fprintf(stderr, "mpi_hdf5_writer_check: rank %d: FAIL: %s\n", g_rank, what.c_str());
+    ++g_failures;
+}
+
+constexpr int64_t kRows = 1100, kCols = 777, kStride = 800;
+
+float phase_at(int64_t r, int64_t c) { return 0.5f * static_cast<float>(r) - 0.25f * static_cast<float>(c); }
+uint32_t label_at(int64_t r, int64_t c) { return static_cast<uint32_t>(r * kCols + c + 1); }
+int8_t k_at(int64_t r, int64_t c) { return static_cast<int8_t>((r * 3 + c) % 200 - 100); }
+
+// This rank's band: ranks other than 1 split the rows evenly; rank 1 owns nothing.
+Window band_of(int rank, int size) {
+    if (size > 1 && rank == 1) return Window{};
+    int owners = size > 1 ? size - 1 : 1;
+    int k = size > 1 && rank > 1 ? rank - 1 : rank;
+    int64_t r0 = kRows * k / owners, r1 = kRows * (k + 1) / owners;
+    return Window{r0, 0, r1 - r0, kCols};
+}
+
+template <typename T>
+std::vector<T> read_all(hid_t file, const char* name, hid_t type) {
+    std::vector<T> out(static_cast<size_t>(kRows * kCols));
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    if (d < 0 || H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0) {
+        fail(std::string("cannot read dataset ") + name);
+        out.clear();
+    }
+    if (d >= 0) H5Dclose(d);
+    return out;
+}
+
+void verify(const std::string& path) {
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return fail("cannot open " + path);
+    auto ph = read_all<float>(f, "unwrapped_phase", H5T_NATIVE_FLOAT);
+    auto lab = read_all<uint32_t>(f, "connected_components", H5T_NATIVE_UINT32);
+    auto k = read_all<int8_t>(f, "cycles", H5T_NATIVE_INT8);
+    int64_t bad = 0;
+    if (!ph.empty() && !lab.empty() && !k.empty())
+        for (int64_t r = 0; r < kRows; ++r)
+            for (int64_t c = 0; c < kCols; ++c) {
+                size_t i = static_cast<size_t>(r * kCols + c);
+                if (ph[i] != phase_at(r, c) || lab[i] != label_at(r, c) || k[i] != k_at(r, c)) {
+                    if (bad++ < 5)
+                        fail("pixel (" + std::to_string(r) + ", " + std::to_string(c) + "): " +
+                             std::to_string(ph[i]) + " " + std::to_string(lab[i]) + " " + std::to_string(k[i]));
+                }
+            }
+    if (bad) fail(std::to_string(bad) + " wrong pixels");
+    // Root attributes: the rank count and a vector.
+    hid_t a = H5Aopen(f, "ranks", H5P_DEFAULT);
+    int64_t ranks = -1;
+    if (a < 0 || H5Aread(a, H5T_NATIVE_INT64, &ranks) < 0 || ranks != g_size)
+        fail("root attribute 'ranks' is " + std::to_string(ranks));
+    if (a >= 0) H5Aclose(a);
+    std::vector<double> gt(6, 0.0);
+    a = H5Aopen(f, "geotransform", H5P_DEFAULT);
+    if (a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, gt.data()) < 0 || gt != std::vector<double>{1, 2, 3, 4, 5, 6})
+        fail("root attribute 'geotransform' differs");
+    if (a >= 0) H5Aclose(a);
+    H5Fclose(f);
+    std::string text = tessera::describe_result(path);
+    if (text.find("/unwrapped_phase  1100 x 777  float32") == std::string::npos)
+        fail("describe_result:\n" + text);
+}
+
+// Runs `body` expecting an exception of type E on this rank; returns its what().
+template <typename E, typename F>
+std::string expect_throw(const char* label, F body) {
+    try {
+        body();
+    } catch (const E& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        fail(std::string(label) + ": wrong exception: " + e.what());
+        return {};
+    }
+    fail(std::string(label) + ": no exception");
+    return {};
+}
+
+// Every rank got the same message.
+void expect_same_everywhere(const char* label, const std::string& msg) {
+    std::vector<char> mine(512, '\0'), root(512, '\0');
+    std::strncpy(mine.data(), msg.c_str(), mine.size() - 1);
+    root = mine;
+    MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (mine != root) fail(std::string(label) + ": message differs from rank 0's: " + msg);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    namespace fs = std::filesystem;
+    fs::path dir = argc > 1 ? fs::path(argv[1]) : fs::temp_directory_path();
+    int job = static_cast<int>(getpid());
+    MPI_Bcast(&job, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    const std::string out = (dir / ("mpi_hdf5_writer_check_" + std::to_string(job) + ".h5")).string();
+
+    try {
+        // 1. Bands (one empty), strided memory, three types, attributes, commit.
+        Window own = band_of(g_rank, g_size);
+        std::vector<float> ph(static_cast<size_t>(std::max<int64_t>(own.rows, 1) * kStride), -1.f);
+        std::vector<uint32_t> lab(ph.size(), 0u);
+        std::vector<int8_t> k(ph.size(), 0);
+        for (int64_t r = 0; r < own.rows; ++r)
+            for (int64_t c = 0; c < own.cols; ++c) {
+                size_t i = static_cast<size_t>(r * kStride + c);
+                ph[i] = phase_at(own.row0 + r, c);
+                lab[i] = label_at(own.row0 + r, c);
+                k[i] = k_at(own.row0 + r, c);
+            }
+        {
+            Hdf5Writer w(out, MPI_COMM_WORLD, kRows, kCols);
+            w.write_f32("unwrapped_phase", own, ph.data(), kStride, {{"units", std::string("radians")}});
+            w.write_u32("connected_components", own, lab.data(), kStride, {});
+            w.write_i8("cycles", own, k.data(), kStride, {{"ranks", int64_t{g_size}}});
+            w.write_attributes({{"ranks", int64_t{g_size}},
+                                {"geotransform", std::vector<double>{1, 2, 3, 4, 5, 6}},
+                                {"version", std::string("check")}});
+            if (!fs::exists(out + ".tmp") || fs::exists(out)) fail("temporary file protocol before commit");
+            w.commit();
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (g_rank == 0) {
+            if (fs::exists(out + ".tmp") || !fs::exists(out)) fail("temporary file protocol after commit");
+            verify(out);
+        }
+
+        // 2. A bad window on the last rank only: every rank throws, with the same text,
+        //    and the writer is still usable; destroyed uncommitted, it leaves no file.
+        const std::string out2 = out + ".2.h5";
+        {
+            Hdf5Writer w(out2, MPI_COMM_WORLD, kRows, kCols);
+            Window bad = own;
+            if (g_rank == g_size - 1) bad = Window{kRows - 1, 0, 2, kCols};  // one row past the end
+            std::string msg = expect_throw<std::invalid_argument>("bad window", [&] {
+                w.write_f32("unwrapped_phase", bad, ph.data(), kStride, {});
+            });
+            expect_same_everywhere("bad window", msg);
+            w.write_f32("unwrapped_phase", own, ph.data(), kStride, {});
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (g_rank == 0 && (fs::exists(out2) || fs::exists(out2 + ".tmp")))
+            fail("an uncommitted writer left a file");
+
+        // 3. A missing output directory: an InputError naming the path on every rank.
+        const std::string out3 = (dir / "no_such_directory" / "x.h5").string();
+        std::string msg = expect_throw<tessera::InputError>("missing directory", [&] {
+            Hdf5Writer w(out3, MPI_COMM_WORLD, kRows, kCols);
+        });
+        if (msg.rfind(out3 + ": ", 0) != 0) fail("missing directory: message '" + msg + "'");
+        expect_same_everywhere("missing directory", msg);
+    } catch (const std::exception& e) {
+        fail(std::string("unexpected exception: ") + e.what());
+    }
+
+    if (g_rank == 0) std::remove(out.c_str());
+    int local = g_failures, total = 0;
+    MPI_Allreduce(&local, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (g_rank == 0)
+        std::printf("mpi_hdf5_writer_check: %d ranks: %s\n", g_size, total ? "FAILED" : "ok");
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
