@@ -153,6 +153,7 @@ std::string check_output_dir(const std::string& path, const std::string& tmp_pat
     if (!S_ISDIR(st.st_mode)) return "output directory '" + dir + "' is not a directory";
     if (access(dir.c_str(), W_OK | X_OK) != 0)
         return "output directory '" + dir + "' is not writable";
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "is a directory";
     // access() says yes to root on any directory that is not on a read-only
     // file system (/proc, a chmod 000 directory): try creating the file itself.
     FILE* probe = std::fopen(tmp_path.c_str(), "wb");
@@ -245,6 +246,12 @@ hid_t native_type() {
     else return H5T_NATIVE_UINT8;
 }
 
+std::string check_attributes(const std::vector<Attribute>& attrs) {
+    for (const auto& a : attrs)
+        if (a.name.empty()) return "attribute with an empty name";
+    return {};
+}
+
 std::string check_window(const std::string& name, const Window& own, const void* data,
                          int64_t stride, int64_t rows, int64_t cols) {
     std::ostringstream os;
@@ -307,7 +314,8 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
         file_ = fid;
     }
     if (Failure f = agree(comm_, local)) {
-        if (file_ >= 0) H5Fclose(static_cast<hid_t>(file_));  // only if a rank disagrees
+        // Only when the ranks disagree is a file open here; closing it is collective
+        // and would hang on the ranks that failed, so it is left to MPI_Abort.
         file_ = -1;
         if (rank == 0) std::remove(tmp_path_.c_str());
         throw_failure(f, path_);
@@ -343,6 +351,8 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         local = {FailKind::kLogic, "Hdf5Writer: write of '" + name + "' after commit()"};
     else if (std::string e = check_window(name, own, data, stride, rows_, cols_); !e.empty())
         local = {FailKind::kInvalidArg, "Hdf5Writer: " + e};
+    else if (std::string e2 = check_attributes(attrs); !e2.empty())
+        local = {FailKind::kInvalidArg, "Hdf5Writer: dataset '" + name + "': " + e2};
     if (Failure f = agree(comm_, local)) {
         failed_together_ = true;
         throw_failure(f, path_);
@@ -433,6 +443,7 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         failed_together_ = true;
         throw_failure(f, path_);
     }
+    failed_together_ = false;
 }
 
 void Hdf5Writer::write_f32(const std::string& name, const Window& own, const float* data,
@@ -460,6 +471,8 @@ void Hdf5Writer::write_attributes(const std::vector<Attribute>& attrs) {
     Failure local;
     if (committed_ || file_ < 0) {
         local = {FailKind::kLogic, "Hdf5Writer: write_attributes after commit()"};
+    } else if (std::string e = check_attributes(attrs); !e.empty()) {
+        local = {FailKind::kInvalidArg, "Hdf5Writer: root group: " + e};
     } else {
         Handle root(H5Gopen2(static_cast<hid_t>(file_), "/", H5P_DEFAULT), H5Gclose);
         if (!root.ok())
@@ -471,6 +484,7 @@ void Hdf5Writer::write_attributes(const std::vector<Attribute>& attrs) {
         failed_together_ = true;
         throw_failure(f, path_);
     }
+    failed_together_ = false;
 }
 
 void Hdf5Writer::commit() {
@@ -624,8 +638,11 @@ std::string describe_result(const std::string& path) {
         H5Eclear2(H5E_DEFAULT);
         throw InputError(path, "not an HDF5 file");
     }
-    // Serial access (default sec2 driver): this is a local, read-only look.
-    Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    // Serial access (default sec2 driver): a local, read-only look. No file
+    // locking, so that it also works on file systems without flock (Lustre, NFS).
+    Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    if (fapl.ok()) H5Pset_file_locking(fapl.get(), false, true);
+    Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.ok() ? fapl.get() : H5P_DEFAULT), H5Fclose);
     if (!file.ok()) throw InputError(path, hdf5_failure("cannot open the HDF5 file"));
     Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
     if (!root.ok()) throw InputError(path, hdf5_failure("cannot open the root group"));

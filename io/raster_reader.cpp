@@ -216,7 +216,10 @@ RasterReader::RasterReader(const std::string& path, int band) : path_(path), ban
     }
 }
 
-RasterReader::~RasterReader() = default;
+RasterReader::~RasterReader() {
+    QuietGdal quiet;  // closing may warn; nothing of ours to report from a destructor
+    impl_.reset();
+}
 
 namespace {
 

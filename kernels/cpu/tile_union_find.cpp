@@ -16,20 +16,35 @@ int64_t tile_union_find(const RegionArrays& a, const Window& tile, uint64_t* nod
         const float* ph_up = i > 0 ? a.phase + a.index(r - 1, tile.col0) : nullptr;
         const uint8_t* f_up = i > 0 ? a.flags + a.index(r - 1, tile.col0) : nullptr;
         uint64_t* row = nodes + i * cols;
+        // The run of pixels joined from the left shares a root, kept in registers:
+        // root_p is always a root, and k_p = k(p) - k(root_p).
+        uint32_t root_p = 0;
+        int32_t k_p = 0;
         for (int64_t j = 0; j < cols; ++j) {
             const uint32_t p = static_cast<uint32_t>(i * cols + j);
-            // Scan order: attach p under its left neighbour's root, then merge with the one above.
             // Along a -> b, k(b) - k(a) = -n(a -> b) (section 2).
             if (j > 0 && !(f[j - 1] & kBlockRight)) {
-                int32_t kl;
-                const uint32_t rl = uf::find(nodes, p - 1, kl);
-                row[j] = uf::pack(rl, kl - wrap_count(ph[j - 1], ph[j]));
+                k_p -= wrap_count(ph[j - 1], ph[j]);
             } else {
-                row[j] = uf::pack(p, 0);
+                root_p = p;
+                k_p = 0;
             }
+            row[j] = uf::pack(root_p, k_p);
             if (i > 0 && !(f_up[j] & kBlockDown)) {
-                if (!uf::unite(nodes, p - static_cast<uint32_t>(cols), p, -wrap_count(ph_up[j], ph[j])))
-                    ++conflicts;
+                int32_t k_u;
+                const uint32_t root_u = uf::find(nodes, p - static_cast<uint32_t>(cols), k_u);
+                const int32_t n_up = wrap_count(ph_up[j], ph[j]);
+                // k(p) - k(up) = -n_up  =>  K(root_p) - K(root_u) = k_u - n_up - k_p.
+                const int32_t diff = k_u - n_up - k_p;
+                if (root_u == root_p) {
+                    if (diff != 0) ++conflicts;
+                } else if (root_u < root_p) {  // the smaller index stays the root (section 4)
+                    nodes[root_p] = uf::pack(root_u, diff);
+                    root_p = root_u;
+                    k_p += diff;
+                } else {
+                    nodes[root_u] = uf::pack(root_p, -diff);
+                }
             }
         }
     }

@@ -453,6 +453,13 @@ TEST_F(Hdf5WriterTest, UnwritableOutputDirectoryIsAnInputError) {
         }
         EXPECT_FALSE(exists(out + ".tmp"));
     }
+    // The output path itself an existing directory: refused up front, not at the rename.
+    try {
+        Hdf5Writer w(dir_.string(), MPI_COMM_WORLD, 4, 4);
+        FAIL() << "no exception";
+    } catch (const tessera::InputError& e) {
+        EXPECT_EQ(std::string(e.what()), dir_.string() + ": is a directory");
+    }
 }
 
 TEST_F(Hdf5WriterTest, BadArgumentsThrowAndKeepTheWriterUsable) {
@@ -464,6 +471,8 @@ TEST_F(Hdf5WriterTest, BadArgumentsThrowAndKeepTheWriterUsable) {
     EXPECT_THROW(w.write_f32("a", {0, 0, 10, 10}, v.data(), 9, {}), std::invalid_argument);  // stride
     EXPECT_THROW(w.write_f32("a", {0, 0, 10, 10}, nullptr, 10, {}), std::invalid_argument);  // no data
     EXPECT_THROW(w.write_f32("a/b", {0, 0, 10, 10}, v.data(), 10, {}), std::invalid_argument);
+    EXPECT_THROW(w.write_f32("a", {0, 0, 10, 10}, v.data(), 10, {{"", 1.0}}), std::invalid_argument);
+    EXPECT_THROW(w.write_attributes({{"", int64_t{1}}}), std::invalid_argument);
     w.write_f32("a", {0, 0, 10, 10}, v.data(), 10, {});
     try {
         w.write_f32("a", {0, 0, 10, 10}, v.data(), 10, {});  // exists already
