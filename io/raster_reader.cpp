@@ -6,6 +6,7 @@
 #include <cpl_error.h>
 #include <cpl_string.h>
 #include <cpl_vsi.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <sys/stat.h>
@@ -27,7 +29,13 @@ namespace {
 
 void register_gdal_once() {
     static std::once_flag once;
-    std::call_once(once, [] { GDALAllRegister(); });
+    std::call_once(once, [] {
+        GDALAllRegister();
+        // Compressed inputs: decode blocks on this rank's threads (one rank per GPU or
+        // socket leaves them free); a user's GDAL_NUM_THREADS wins.
+        if (!CPLGetConfigOption("GDAL_NUM_THREADS", nullptr))
+            CPLSetConfigOption("GDAL_NUM_THREADS", std::to_string(omp_get_max_threads()).c_str());
+    });
 }
 
 // Keeps GDAL quiet on stderr while alive and remembers the first failure message,
