@@ -7,20 +7,9 @@
 #include <span>
 #include <vector>
 
+#include "kernels/region.h"
+
 namespace tessera {
-
-// A tile's component: its root (smallest global pixel index) and valid-pixel count.
-struct ComponentRecord {
-    int64_t root = 0;
-    int64_t size = 0;
-};
-
-// K(b) - K(a) = delta between the components rooted at global indices a and b.
-struct Constraint {
-    int64_t a = 0, b = 0;
-    int32_t delta = 0;
-    friend bool operator==(const Constraint&, const Constraint&) = default;
-};
 
 struct OffsetSolution {
     // Parallel to the records (sorted by root): global root, offset K, global label.

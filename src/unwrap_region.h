@@ -12,11 +12,17 @@
 
 namespace tessera {
 
+enum class Backend { kCpu, kCuda };
+
+// True when tessera was built with CUDA and a GPU is visible (for --backend auto).
+bool cuda_backend_available();
+
 struct UnwrapParams {
     int64_t tile_size = 512;
     int64_t max_pair_distance = 64;
     int64_t min_component_size = 100;
     std::optional<std::pair<int64_t, int64_t>> reference;
+    Backend backend = Backend::kCpu;
 };
 
 struct RegionStats {

@@ -1,0 +1,145 @@
+#include "kernels/cpu/region.h"
+
+#include <algorithm>
+
+#include "kernels/cpu/kernels.h"
+#include "kernels/union_find.h"
+
+namespace tessera::cpu {
+
+Region::Region(const RegionArrays& a, const Window& own, const TileGrid& grid) : a_(a), own_(own), grid_(grid) {
+    for (int64_t r = own.row0; r < own.row0 + own.rows; r += grid.tile)
+        for (int64_t c = own.col0; c < own.col0 + own.cols; c += grid.tile) tiles_.push_back(grid.tile_of(r, c));
+    node_off_.assign(tiles_.size() + 1, 0);
+    for (size_t i = 0; i < tiles_.size(); ++i) node_off_[i + 1] = node_off_[i] + grid.window(tiles_[i]).size();
+}
+
+std::vector<Residue> Region::find_residues() {
+    const int64_t T = static_cast<int64_t>(tiles_.size());
+    std::vector<std::vector<Residue>> per_tile(tiles_.size());
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t i = 0; i < T; ++i) cpu::find_residues(a_, grid_.window(tiles_[i]), per_tile[i]);
+    std::vector<Residue> res;
+    for (auto& v : per_tile) res.insert(res.end(), v.begin(), v.end());
+    std::sort(res.begin(), res.end(), [](const Residue& x, const Residue& y) { return x.id < y.id; });
+    return res;
+}
+
+void Region::place_cuts(std::span<const Cut> cuts) {
+    const int64_t T = static_cast<int64_t>(tiles_.size());
+    // Each cut goes to the own tiles its blocked edges' bounding box touches.
+    const int64_t ti0 = own_.row0 / grid_.tile, tj0 = own_.col0 / grid_.tile;
+    const int64_t ntr = (own_.rows + grid_.tile - 1) / grid_.tile, ntc = (own_.cols + grid_.tile - 1) / grid_.tile;
+    std::vector<std::vector<int32_t>> tile_cuts(tiles_.size());
+    for (int32_t i = 0; i < static_cast<int32_t>(cuts.size()); ++i) {
+        const Cut& c = cuts[static_cast<size_t>(i)];
+        int64_t r0 = std::min(c.ra, c.rb), r1 = std::max(c.ra, c.rb) + 1;
+        int64_t c0 = std::min(c.ca, c.cb), c1 = std::max(c.ca, c.cb) + 1;
+        switch (c.side) {
+            case kTop: r0 = 0; break;
+            case kBottom: r1 = a_.H - 1; break;
+            case kLeft: c0 = 0; break;
+            case kRight: c1 = a_.W - 1; break;
+            case kNotGround: break;
+        }
+        const int64_t a0 = std::max(r0 / grid_.tile, ti0), a1 = std::min(std::min(r1, a_.H - 1) / grid_.tile, ti0 + ntr - 1);
+        const int64_t b0 = std::max(c0 / grid_.tile, tj0), b1 = std::min(std::min(c1, a_.W - 1) / grid_.tile, tj0 + ntc - 1);
+        for (int64_t ti = a0; ti <= a1; ++ti)
+            for (int64_t tj = b0; tj <= b1; ++tj) tile_cuts[static_cast<size_t>((ti - ti0) * ntc + (tj - tj0))].push_back(i);
+    }
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t i = 0; i < T; ++i) block_invalid_edges(a_, grid_.window(tiles_[i]));
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t i = 0; i < T; ++i) rasterise_cuts(a_, grid_.window(tiles_[i]), cuts, tile_cuts[i]);
+}
+
+NodeValue Region::node(int64_t r, int64_t c) const {
+    const int64_t ntc = (own_.cols + grid_.tile - 1) / grid_.tile;
+    const int64_t i = (r - own_.row0) / grid_.tile * ntc + (c - own_.col0) / grid_.tile;
+    const Window w = grid_.window(tiles_[static_cast<size_t>(i)]);
+    const uint64_t nd = nodes_[static_cast<size_t>(node_off_[i] + (r - w.row0) * w.cols + (c - w.col0))];
+    const int64_t l = uf::parent(nd);
+    return {(w.row0 + l / w.cols) * a_.W + w.col0 + l % w.cols, uf::potential(nd)};
+}
+
+RegionComponents Region::union_find() {
+    const int64_t T = static_cast<int64_t>(tiles_.size());
+    nodes_.assign(static_cast<size_t>(node_off_.back()), 0);
+    tile_recs_.assign(tiles_.size(), {});
+    RegionComponents out;
+    int64_t conflicts = 0;
+#pragma omp parallel for schedule(dynamic) reduction(+ : conflicts)
+    for (int64_t i = 0; i < T; ++i) {
+        const Window w = grid_.window(tiles_[i]);
+        uint64_t* nd = nodes_.data() + node_off_[i];
+        conflicts += tile_union_find(a_, w, nd);
+        // The tile's components: roots ascending, with their valid-pixel counts.
+        std::vector<uint32_t> count(static_cast<size_t>(w.size()), 0);
+        for (int64_t y = 0; y < w.rows; ++y) {
+            const uint8_t* f = a_.flags + a_.index(w.row0 + y, w.col0);
+            for (int64_t x = 0; x < w.cols; ++x)
+                if (!(f[x] & kInvalid)) ++count[uf::parent(nd[y * w.cols + x])];
+        }
+        for (int64_t l = 0; l < w.size(); ++l)
+            if (count[static_cast<size_t>(l)] > 0)
+                tile_recs_[i].push_back({(w.row0 + l / w.cols) * a_.W + w.col0 + l % w.cols, count[static_cast<size_t>(l)]});
+    }
+    out.conflicts = conflicts;
+    // Constraints across the right and bottom sides of each tile, inside the region.
+    std::vector<std::vector<Constraint>> tile_cons(tiles_.size());
+    const int64_t own_r1 = own_.row0 + own_.rows, own_c1 = own_.col0 + own_.cols;
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t i = 0; i < T; ++i) {
+        const Window w = grid_.window(tiles_[i]);
+        auto& cons = tile_cons[i];
+        auto add = [&](int64_t ra, int64_t ca, int64_t rb, int64_t cb) {
+            const NodeValue na = node(ra, ca), nb = node(rb, cb);
+            // k(b) - k(a) = -n(a->b)  =>  K(root b) - K(root a) = -n - k_b + k_a.
+            const int32_t n = wrap_count(a_.phase[a_.index(ra, ca)], a_.phase[a_.index(rb, cb)]);
+            const Constraint c{na.root, nb.root, -n - nb.k + na.k};
+            if (cons.empty() || !(cons.back() == c)) cons.push_back(c);
+        };
+        const int64_t cr = w.col0 + w.cols - 1, br = w.row0 + w.rows - 1;
+        if (cr + 1 < own_c1)
+            for (int64_t r = w.row0; r <= br; ++r)
+                if (!(a_.flags[a_.index(r, cr)] & kBlockRight)) add(r, cr, r, cr + 1);
+        if (br + 1 < own_r1)
+            for (int64_t c = w.col0; c <= cr; ++c)
+                if (!(a_.flags[a_.index(br, c)] & kBlockDown)) add(br, c, br + 1, c);
+    }
+    for (auto& v : tile_recs_) out.records.insert(out.records.end(), v.begin(), v.end());
+    for (auto& v : tile_cons) out.constraints.insert(out.constraints.end(), v.begin(), v.end());
+    std::sort(out.records.begin(), out.records.end(),
+              [](const ComponentRecord& x, const ComponentRecord& y) { return x.root < y.root; });
+    return out;
+}
+
+void Region::apply(const ComponentAssignment& as) {
+    const int64_t T = static_cast<int64_t>(tiles_.size());
+    auto rec_index = [&](int64_t root) {
+        return static_cast<size_t>(std::lower_bound(as.records.begin(), as.records.end(), root,
+                                                    [](const ComponentRecord& x, int64_t v) { return x.root < v; }) -
+                                   as.records.begin());
+    };
+#pragma omp parallel
+    {
+        std::vector<RootRecord> root_rec;
+#pragma omp for schedule(dynamic)
+        for (int64_t i = 0; i < T; ++i) {
+            const Window w = grid_.window(tiles_[i]);
+            root_rec.resize(static_cast<size_t>(w.size()));
+            const auto& recs = tile_recs_[i];
+            size_t ri = recs.empty() ? 0 : rec_index(recs.front().root);
+            for (const ComponentRecord& cr : recs) {
+                while (as.records[ri].root != cr.root) ++ri;
+                const int64_t r = cr.root / a_.W, c = cr.root % a_.W;
+                root_rec[static_cast<size_t>((r - w.row0) * w.cols + (c - w.col0))] = {as.offset[ri], as.label[ri]};
+            }
+            apply_offsets(a_, w, nodes_.data() + node_off_[i], root_rec.data());
+        }
+    }
+    nodes_ = {};
+    tile_recs_ = {};
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,37 @@
+// The CPU backend's view of a rank's region: host arrays, stages run tile by tile on
+// OpenMP threads. kernels/cuda/region.h mirrors it with device-resident arrays.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/region.h"
+#include "kernels/residue.h"
+#include "kernels/types.h"
+#include "partition/tile_grid.h"
+
+namespace tessera::cpu {
+
+class Region {
+public:
+    // `own` is a union of whole tiles of `grid`; `a` covers it plus the halo.
+    Region(const RegionArrays& a, const Window& own, const TileGrid& grid);
+
+    std::vector<Residue> find_residues();            // the own window's plaquettes, sorted by id
+    void place_cuts(std::span<const Cut> cuts);      // blocks invalid edges, rasterises the cuts
+    RegionComponents union_find();                   // per-tile union-find + cross-tile constraints
+    NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`
+    void apply(const ComponentAssignment& assign);   // u, labels, cycles into the host arrays
+    void finish() {}                                 // host arrays already hold the results
+
+private:
+    RegionArrays a_;
+    Window own_;
+    TileGrid grid_;
+    std::vector<int64_t> tiles_;      // tile indices inside own
+    std::vector<int64_t> node_off_;   // per own tile, its first node
+    std::vector<uint64_t> nodes_;     // tile-major (parent, potential) words
+    std::vector<std::vector<ComponentRecord>> tile_recs_;
+};
+
+}  // namespace tessera::cpu

@@ -1,0 +1,42 @@
+// What a backend's region hands back to the driver between stages (ARCHITECTURE.md
+// section 4): tile components, constraints between tiles, and the pixel potentials.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace tessera {
+
+// A tile's component: its root (smallest global pixel index) and valid-pixel count.
+struct ComponentRecord {
+    int64_t root = 0;
+    int64_t size = 0;
+};
+
+// K(b) - K(a) = delta between the components rooted at global indices a and b.
+struct Constraint {
+    int64_t a = 0, b = 0;
+    int32_t delta = 0;
+    friend bool operator==(const Constraint&, const Constraint&) = default;
+};
+
+struct RegionComponents {
+    std::vector<ComponentRecord> records;  // every tile component of the region, sorted by root
+    std::vector<Constraint> constraints;   // from unblocked edges between the region's tiles
+    int64_t conflicts = 0;                 // inside tiles; must be 0
+};
+
+// A pixel's tile component root (global index) and k relative to it.
+struct NodeValue {
+    int64_t root = 0;
+    int32_t k = 0;
+};
+
+// The offset solve's answer for the region's records (parallel arrays).
+struct ComponentAssignment {
+    std::span<const ComponentRecord> records;
+    std::span<const int32_t> offset;
+    std::span<const uint32_t> label;
+};
+
+}  // namespace tessera
