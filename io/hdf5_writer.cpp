@@ -376,8 +376,10 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         // H5D_ALLOC_TIME_EARLY): every chunk is allocated and filled at creation, the
         // fill chunk compressed once (17 ms for two 8192 x 8192 datasets). INCR is
         // asked for so that a driver without that rule writes only the chunks touched.
-        if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0 || H5Pset_shuffle(dcpl.get()) < 0 ||
-            H5Pset_deflate(dcpl.get(), 1) < 0 || H5Pset_fill_value(dcpl.get(), type, &fill) < 0 ||
+        const bool deflate = deflate_level_ > 0;
+        if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0 || (deflate && H5Pset_shuffle(dcpl.get()) < 0) ||
+            (deflate && H5Pset_deflate(dcpl.get(), static_cast<unsigned>(deflate_level_)) < 0) ||
+            H5Pset_fill_value(dcpl.get(), type, &fill) < 0 ||
             H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR) < 0) {
             fail("cannot set chunking/compression");
             break;

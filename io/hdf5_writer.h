@@ -33,7 +33,7 @@ public:
     // Collective: every rank calls each write with the same name, in the same
     // order; `own` is this rank's window (may be empty), `data` row-major with
     // row stride `stride` elements. Datasets are rows x cols, chunked
-    // (<= 512 x 512), shuffle + deflate(1). `fill` becomes _FillValue.
+    // (<= 512 x 512), shuffle + deflate (set_deflate). `fill` becomes _FillValue.
     void write_f32(const std::string& name, const Window& own, const float* data, int64_t stride,
                    const std::vector<Attribute>& attrs);
     void write_u32(const std::string& name, const Window& own, const uint32_t* data, int64_t stride,
@@ -44,6 +44,10 @@ public:
                   const std::vector<Attribute>& attrs);
     void write_u8(const std::string& name, const Window& own, const uint8_t* data, int64_t stride,
                   const std::vector<Attribute>& attrs);
+
+    // Deflate level (with shuffle) of the datasets written next: 0 = chunked, uncompressed.
+    // Default 1. Same value on every rank.
+    void set_deflate(int level) { deflate_level_ = level; }
 
     // Root-file attributes; collective, same values on every rank.
     void write_attributes(const std::vector<Attribute>& attrs);
@@ -63,6 +67,7 @@ private:
     int64_t rows_, cols_;
     int64_t file_ = -1;  // hid_t
     bool committed_ = false;
+    int deflate_level_ = 1;
     bool failed_together_ = false;  // a failure was thrown on every rank alike
 };
 

@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     unwrap->add_option("--min-coherence", uo.min_coherence, "pixels below this coherence get label 0")
         ->capture_default_str();
+    unwrap->add_option("--compress-phase", uo.compress_phase, "deflate level 0-9 of /unwrapped_phase (0 = none)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 9));
     unwrap->add_option("--geotiff", uo.geotiff, "also write the unwrapped phase as a GeoTIFF");
     unwrap->add_flag("--save-cycles", uo.save_cycles, "write /cycles (int32 k)");
     unwrap->add_flag("--save-residues", uo.save_residues, "write /residues (int8 charges)");

@@ -18,6 +18,7 @@ struct UnwrapOptions {
     std::optional<std::pair<int64_t, int64_t>> reference;
     int64_t min_component_size = 100;
     double min_coherence = 0.0;
+    int compress_phase = 0;  // deflate level of /unwrapped_phase (0 = chunked, uncompressed)
     bool save_cycles = false, save_residues = false, save_cuts = false;
     bool quiet = false;
 };
