@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -48,6 +49,13 @@ void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& 
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Run without a launcher: a lone Open MPI process needs no daemon and no network
+    // transports; skipping them saves 0.2-0.3 s of start-up. The user's settings win.
+    if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK")) {
+        setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+        setenv("OMPI_MCA_pml", "ob1", 0);
+        setenv("OMPI_MCA_btl", "self", 0);
+    }
     MPI_Init(&argc, &argv);
     CLI::App app{"tessera: tiled, exact, MPI + GPU phase unwrapping"};
     app.require_subcommand(1);
