@@ -6,6 +6,8 @@
 #include <cpl_string.h>
 
 #include <algorithm>
+#include <functional>
+#include <vector>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -68,9 +70,10 @@ void check_output_dir(const std::string& path) {
     }
 }
 
-void write_single_band(const std::string& path, int64_t rows, int64_t cols, const void* data,
-                       GDALDataType type, size_t elem, const GeoRef& geo,
-                       std::optional<double> nodata) {
+// `rows_at(r0, nr)` gives rows [r0, r0 + nr) contiguous, or nullptr on a read failure.
+void write_single_band(const std::string& path, int64_t rows, int64_t cols,
+                       const std::function<const void*(int64_t, int64_t)>& rows_at, GDALDataType type,
+                       const GeoRef& geo, std::optional<double> nodata) {
     if (rows < 1 || cols < 1) {
         throw InputError(path, "cannot write an empty " + std::to_string(rows) + "x" +
                                    std::to_string(cols) + " image");
@@ -129,11 +132,14 @@ void write_single_band(const std::string& path, int64_t rows, int64_t cols, cons
         }
 
         // One row of tiles at a time, so complete tiles are compressed and flushed as we go.
-        const auto* bytes = static_cast<const unsigned char*>(data);
         const int64_t strip = 256;
         for (int64_t r0 = 0; r0 < rows; r0 += strip) {
             const int64_t nr = std::min(strip, rows - r0);
-            void* src = const_cast<unsigned char*>(bytes + static_cast<size_t>(r0 * cols) * elem);
+            void* src = const_cast<void*>(rows_at(r0, nr));
+            if (src == nullptr) {
+                ds.reset();
+                fail("cannot read rows " + std::to_string(r0) + ".. of the source", quiet);
+            }
             const CPLErr err =
                 band->RasterIO(GF_Write, 0, static_cast<int>(r0), static_cast<int>(cols),
                                static_cast<int>(nr), src, static_cast<int>(cols),
@@ -159,12 +165,41 @@ void write_single_band(const std::string& path, int64_t rows, int64_t cols, cons
 
 void write_geotiff_f32(const std::string& path, int64_t rows, int64_t cols, const float* data,
                        const GeoRef& geo, std::optional<double> nodata) {
-    write_single_band(path, rows, cols, data, GDT_Float32, sizeof(float), geo, nodata);
+    write_single_band(
+        path, rows, cols, [&](int64_t r0, int64_t) { return static_cast<const void*>(data + r0 * cols); },
+        GDT_Float32, geo, nodata);
 }
 
 void write_geotiff_u32(const std::string& path, int64_t rows, int64_t cols, const uint32_t* data,
                        const GeoRef& geo, std::optional<double> nodata) {
-    write_single_band(path, rows, cols, data, GDT_UInt32, sizeof(uint32_t), geo, nodata);
+    write_single_band(
+        path, rows, cols, [&](int64_t r0, int64_t) { return static_cast<const void*>(data + r0 * cols); },
+        GDT_UInt32, geo, nodata);
+}
+
+void geotiff_from_hdf5(const std::string& h5_path, const std::string& name, const std::string& path,
+                       const GeoRef& geo, std::optional<double> nodata) {
+    register_gdal_once();
+    const std::string src_name = "HDF5:\"" + h5_path + "\"://" + name;
+    GDALDatasetUniquePtr src;
+    {
+        QuietGdal quiet;
+        src.reset(GDALDataset::Open(src_name.c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY));
+        if (!src) throw InputError(path, "cannot read back " + src_name + " for the GeoTIFF copy");
+    }
+    const int64_t rows = src->GetRasterYSize(), cols = src->GetRasterXSize();
+    GDALRasterBand* band = src->GetRasterBand(1);
+    std::vector<float> buf;
+    write_single_band(
+        path, rows, cols,
+        [&](int64_t r0, int64_t nr) -> const void* {
+            buf.resize(static_cast<size_t>(nr * cols));
+            const CPLErr err = band->RasterIO(GF_Read, 0, static_cast<int>(r0), static_cast<int>(cols),
+                                              static_cast<int>(nr), buf.data(), static_cast<int>(cols),
+                                              static_cast<int>(nr), GDT_Float32, 0, 0, nullptr);
+            return err == CE_None ? buf.data() : nullptr;
+        },
+        GDT_Float32, geo, nodata);
 }
 
 }  // namespace tessera

@@ -22,3 +22,13 @@ void write_geotiff_u32(const std::string& path, int64_t rows, int64_t cols, cons
                        const GeoRef& geo, std::optional<double> nodata);
 
 }  // namespace tessera
+
+namespace tessera {
+
+// Copies dataset `name` of a committed HDF5 result into a tiled, compressed GeoTIFF
+// through GDAL (streamed; never the whole image in memory), to path + ".tmp", then
+// renamed. Throws InputError naming `path` on failure.
+void geotiff_from_hdf5(const std::string& h5_path, const std::string& name, const std::string& path,
+                       const GeoRef& geo, std::optional<double> nodata);
+
+}  // namespace tessera

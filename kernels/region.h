@@ -32,6 +32,15 @@ struct NodeValue {
     int32_t k = 0;
 };
 
+// A pixel as the cross-rank stages see it after union_find: its component and k,
+// its phase and its flag bits (blocked edges, validity).
+struct PixelState {
+    int64_t root = 0;
+    int32_t k = 0;
+    float phase = 0;
+    uint8_t flags = 0;
+};
+
 // The offset solve's answer for the region's records (parallel arrays).
 struct ComponentAssignment {
     std::span<const ComponentRecord> records;

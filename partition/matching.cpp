@@ -19,91 +19,150 @@ Cut make_ground_cut(const Residue& a, int64_t H, int64_t W) {
 }
 
 namespace {
+
 constexpr int64_t kPhaseACell = 16;
-}
+constexpr int32_t kPartnerUnknown = -3;  // a halo residue's partner that this rank does not hold
 
-std::vector<Cut> match_residues(std::span<const Residue> res, const TileGrid& grid, int64_t D,
+// What owners tell halo holders about a residue each round.
+struct ResidueState {
+    int64_t partner_id;  // kGroundId, -1 none, else the partner's id
+    int32_t matched;
+    int32_t pad = 0;
+};
+
+bool by_cut(const Cut& a, const Cut& b) { return a.id_a != b.id_a ? a.id_a < b.id_a : a.id_b < b.id_b; }
+
+}  // namespace
+
+std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t D, Comm& comm,
                                 MatchStats& st) {
-    const int64_t n = static_cast<int64_t>(res.size());
-    st.residues = n;
-    std::vector<Cut> cuts;
-    std::vector<uint8_t> matched(static_cast<size_t>(n), 0);
-    std::vector<Candidate> cand(static_cast<size_t>(n));
+    const int64_t H = grid.tiles.H, W = grid.tiles.W;
+    const int self = comm.rank(), P = comm.size();
+    const Window own = grid.own(self);
+    const int64_t n_own = static_cast<int64_t>(owned.size());
+    st = MatchStats{};
+    st.residues = comm.sum(n_own);
 
-    // Owned residues per tile (the tile holding the plaquette's top-left pixel).
-    const int64_t T = grid.count();
-    std::vector<std::vector<int32_t>> active(static_cast<size_t>(T));
-    for (int32_t i = 0; i < n; ++i) active[static_cast<size_t>(grid.tile_of(res[i].r, res[i].c))].push_back(i);
+    // Halo: each owned residue goes to the ranks whose region lies within D + 1 of it
+    // (a cut of length <= D crossing their edges ends there, and their searches reach it).
+    std::vector<std::vector<int32_t>> route(static_cast<size_t>(P));
+    {
+        std::vector<int> dst;
+        for (int32_t i = 0; i < n_own; ++i) {
+            const Residue& x = owned[static_cast<size_t>(i)];
+            grid.ranks_meeting(x.r - D - 1, x.r + D + 1, x.c - D - 1, x.c + D + 1, self, dst);
+            for (int d : dst) route[static_cast<size_t>(d)].push_back(i);
+        }
+    }
+    std::vector<std::vector<Residue>> send(static_cast<size_t>(P));
+    for (int d = 0; d < P; ++d)
+        for (int32_t i : route[static_cast<size_t>(d)]) send[static_cast<size_t>(d)].push_back(owned[static_cast<size_t>(i)]);
+    const std::vector<Residue> halo = comm.alltoallv(send);
+    send = {};
+
+    // Local set: owned then halo, sorted by id; local index of every owned and received record.
+    std::vector<Residue> res(owned.begin(), owned.end());
+    res.insert(res.end(), halo.begin(), halo.end());
+    std::vector<int32_t> order(res.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+    std::sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return res[x].id < res[y].id; });
+    std::vector<int32_t> local_of(res.size());
+    {
+        std::vector<Residue> sorted(res.size());
+        for (size_t k = 0; k < order.size(); ++k) sorted[k] = res[order[k]], local_of[order[k]] = static_cast<int32_t>(k);
+        res.swap(sorted);
+    }
+    const int32_t n = static_cast<int32_t>(res.size());
+    std::vector<uint8_t> is_owned(res.size(), 0);
+    std::vector<int32_t> owned_local(static_cast<size_t>(n_own));
+    for (int32_t i = 0; i < n_own; ++i) owned_local[i] = local_of[i], is_owned[local_of[i]] = 1;
+    auto id_to_local = [&](int64_t id) -> int32_t {
+        auto it = std::lower_bound(res.begin(), res.end(), id, [](const Residue& x, int64_t v) { return x.id < v; });
+        return (it != res.end() && it->id == id) ? static_cast<int32_t>(it - res.begin()) : kPartnerUnknown;
+    };
 
     ResidueGrid bins;
-    bins.build(res, {}, Window{0, 0, grid.H, grid.W}, kPhaseACell);
+    const Window area{std::max<int64_t>(0, own.row0 - D - 1), std::max<int64_t>(0, own.col0 - D - 1), 0, 0};
+    bins.build(res, {},
+               Window{area.row0, area.col0, std::min(H, own.row0 + own.rows + D + 1) - area.row0,
+                      std::min(W, own.col0 + own.cols + D + 1) - area.col0},
+               kPhaseACell);
 
-    // Round 0: every residue's best candidate within D. A residue keeps its candidate
-    // while that partner stays free (free sets only shrink), so later rounds recompute
-    // only the residues whose partner was taken.
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t t = 0; t < T; ++t) {
-        auto& act = active[static_cast<size_t>(t)];
-        for (int32_t i : act) cand[static_cast<size_t>(i)] = best_candidate(bins, res, matched.data(), i, D, grid.H, grid.W);
-        std::erase_if(act, [&](int32_t i) { return cand[static_cast<size_t>(i)].partner == kPartnerNone; });
-    }
-
-    std::vector<std::vector<Cut>> accepted(static_cast<size_t>(T));
+    std::vector<uint8_t> matched(res.size(), 0), fresh(res.size(), 1);
+    std::vector<Candidate> cand(res.size());
+    std::vector<Cut> cuts;
     for (;;) {
-        ++st.rounds;
-        int64_t changed = 0;
-        // Accept locally-dominant edges: mutual pointers, and pointers at the ground.
-#pragma omp parallel for schedule(dynamic) reduction(+ : changed)
-        for (int64_t t = 0; t < T; ++t) {
-            auto& acc = accepted[static_cast<size_t>(t)];
-            acc.clear();
-            for (int32_t i : active[static_cast<size_t>(t)]) {
-                const int32_t j = cand[static_cast<size_t>(i)].partner;
-                if (j == kPartnerGround)
-                    acc.push_back(make_ground_cut(res[i], grid.H, grid.W));
-                else if (cand[static_cast<size_t>(j)].partner == i && res[i].id < res[j].id)
-                    acc.push_back(make_pair_cut(res[i], res[j]));
+        // (a) Owned free residues whose candidate is unknown or was taken: search within D.
+        //     A stale view of a halo residue can only point at a taken one, which (c)
+        //     then refuses; it never yields a wrong acceptance (section 3).
+        int64_t active = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(+ : active)
+        for (int64_t k = 0; k < n_own; ++k) {
+            const int32_t i = owned_local[static_cast<size_t>(k)];
+            if (matched[i]) continue;
+            Candidate& c = cand[i];
+            if (fresh[i] || (c.partner >= 0 && matched[c.partner])) {
+                c = best_candidate(bins, res, matched.data(), i, D, H, W);
+                fresh[i] = 0;
             }
-            changed += static_cast<int64_t>(acc.size());
+            active += c.partner != kPartnerNone;
         }
-        if (changed == 0) break;
-        for (const auto& acc : accepted)
-            for (const Cut& c : acc) {
-                cuts.push_back(c);
-                (c.side == kNotGround ? st.phase_a_pairs : st.phase_a_ground)++;
+        if (comm.sum(active) == 0) break;
+        ++st.rounds;
+
+        // (b) Owners send their border residues' candidates and matched flags.
+        std::vector<std::vector<ResidueState>> out(static_cast<size_t>(P));
+        for (int d = 0; d < P; ++d)
+            for (int32_t i : route[static_cast<size_t>(d)]) {
+                const int32_t l = local_of[i];
+                const int32_t p = cand[l].partner;
+                out[static_cast<size_t>(d)].push_back(
+                    {p == kPartnerGround ? kGroundId : (p >= 0 ? res[p].id : -1), matched[l]});
             }
-        // Mark after the scan so every tile saw the same state (one exchange per round).
-        auto index_of = [&](int64_t id) {
-            return std::lower_bound(res.begin(), res.end(), id, [](const Residue& x, int64_t v) { return x.id < v; }) -
-                   res.begin();
-        };
-#pragma omp parallel for schedule(dynamic)
-        for (int64_t t = 0; t < T; ++t)
-            for (const Cut& c : accepted[static_cast<size_t>(t)]) {
-                matched[static_cast<size_t>(index_of(c.id_a))] = 1;
-                if (c.side == kNotGround) matched[static_cast<size_t>(index_of(c.id_b))] = 1;
-            }
-#pragma omp parallel for schedule(dynamic)
-        for (int64_t t = 0; t < T; ++t) {
-            auto& act = active[static_cast<size_t>(t)];
-            std::erase_if(act, [&](int32_t i) {
-                if (matched[static_cast<size_t>(i)]) return true;
-                Candidate& c = cand[static_cast<size_t>(i)];
-                if (c.partner >= 0 && matched[static_cast<size_t>(c.partner)])
-                    c = best_candidate(bins, res, matched.data(), i, D, grid.H, grid.W);
-                return c.partner == kPartnerNone;
-            });
+        const std::vector<ResidueState> in = comm.alltoallv(out);
+        for (size_t k = 0; k < in.size(); ++k) {
+            const int32_t l = local_of[static_cast<size_t>(n_own) + k];
+            matched[l] = static_cast<uint8_t>(in[k].matched);
+            cand[l].partner = in[k].partner_id == kGroundId ? kPartnerGround
+                              : in[k].partner_id < 0      ? kPartnerNone
+                                                          : id_to_local(in[k].partner_id);
+        }
+
+        // (c) Accept locally-dominant edges among every residue this rank holds.
+        std::vector<Cut> accepted;
+        for (int32_t i = 0; i < n; ++i) {
+            if (matched[i]) continue;
+            const int32_t j = cand[i].partner;
+            if (j == kPartnerGround)
+                accepted.push_back(make_ground_cut(res[i], H, W));
+            else if (j >= 0 && !matched[j] && cand[j].partner == i && res[i].id < res[j].id)
+                accepted.push_back(make_pair_cut(res[i], res[j]));
+        }
+        for (const Cut& c : accepted) {
+            const int32_t a = id_to_local(c.id_a);
+            matched[a] = 1;
+            const bool pair = c.side == kNotGround;
+            if (pair) matched[id_to_local(c.id_b)] = 1;
+            if (is_owned[a]) (pair ? st.phase_a_pairs : st.phase_a_ground)++;
+            cuts.push_back(c);
         }
     }
+    st.phase_a_pairs = comm.sum(st.phase_a_pairs);
+    st.phase_a_ground = comm.sum(st.phase_a_ground);
 
-    std::vector<int32_t> left;
-    for (int32_t i = 0; i < n; ++i)
-        if (!matched[static_cast<size_t>(i)]) left.push_back(i);
+    // Phase B: every rank's leftovers, the same greedy everywhere.
+    std::vector<Residue> mine;
+    for (int32_t l : owned_local)
+        if (!matched[l]) mine.push_back(res[l]);
+    std::vector<Residue> left = comm.allgatherv(mine);
+    std::sort(left.begin(), left.end(), [](const Residue& x, const Residue& y) { return x.id < y.id; });
     st.leftovers = static_cast<int64_t>(left.size());
-    greedy_leftovers(res, left, grid.H, grid.W, cuts, st);
+    std::vector<int32_t> all(left.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i);
+    greedy_leftovers(left, all, H, W, cuts, st);
 
-    std::sort(cuts.begin(), cuts.end(),
-              [](const Cut& a, const Cut& b) { return a.id_a != b.id_a ? a.id_a < b.id_a : a.id_b < b.id_b; });
+    std::sort(cuts.begin(), cuts.end(), by_cut);
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     return cuts;
 }
 

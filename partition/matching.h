@@ -1,13 +1,16 @@
-// Branch cuts as the exact global greedy matching (ARCHITECTURE.md section 3):
-// phase A (locally-dominant rounds within D, per tile over its halo), then phase B
-// (the leftovers, unbounded greedy with a grid and a priority queue).
+// Branch cuts as the exact global greedy matching (ARCHITECTURE.md section 3),
+// computed across ranks: phase A (locally-dominant rounds within D, each rank over
+// its residues and the halo residues within D of its region, exchanging candidates
+// and matched flags every round), then phase B (the leftovers, gathered, unbounded
+// greedy with a grid and a priority queue, identical on every rank).
 #pragma once
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "kernels/residue.h"
-#include "partition/tile_grid.h"
+#include "partition/comm.h"
+#include "partition/rank_grid.h"
 
 namespace tessera {
 
@@ -17,9 +20,10 @@ struct MatchStats {
     int64_t leftovers = 0, phase_b_pairs = 0, phase_b_ground = 0;
 };
 
-// `res` sorted by id. Returns the cuts sorted by (id_a, id_b).
-std::vector<Cut> match_residues(std::span<const Residue> res, const TileGrid& grid, int64_t max_pair_distance,
-                                MatchStats& stats);
+// `owned`: this rank's residues (plaquettes whose top-left pixel it owns), sorted by id.
+// Returns every cut that may cross this rank's edges, sorted by (id_a, id_b); stats are global.
+std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t max_pair_distance,
+                                Comm& comm, MatchStats& stats);
 
 // Phase B alone: greedy over `which` (indices into res, all free) with unbounded weights.
 void greedy_leftovers(std::span<const Residue> res, std::span<const int32_t> which, int64_t H, int64_t W,

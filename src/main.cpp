@@ -15,10 +15,17 @@
 
 namespace {
 
-int fail(const std::string& msg, int code) {
+// Section 7: one line and a non-zero exit on every rank. An error every rank met alike
+// (agreed on) is printed by rank 0 and every rank exits; any other ends the job.
+int fail(const std::string& msg, int code, bool everywhere = false) {
     int size = 1, rank = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (everywhere) {
+        if (rank == 0) std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
+        MPI_Finalize();
+        return code;
+    }
     if (size > 1)
         std::fprintf(stderr, "tessera: error (rank %d): %s\n", rank, msg.c_str());
     else
@@ -42,6 +49,10 @@ void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& 
                 static_cast<long long>(r.components), static_cast<long long>(r.labelled),
                 static_cast<long long>(o.min_component_size), static_cast<long long>(r.largest),
                 static_cast<long long>(r.conflicts));
+    std::printf("  %lld rank(s) as %lldx%lld, %s backend; most bytes sent by a rank %lld\n",
+                static_cast<long long>(r.ranks), static_cast<long long>(r.rank_rows),
+                static_cast<long long>(r.rank_cols), o.backend == tessera::Backend::kCuda ? "cuda" : "cpu",
+                static_cast<long long>(r.bytes_sent_max));
     std::printf("  %.3f s, %.1f Mpixel/s\n", r.total_seconds, mpx / r.total_seconds);
     if (!o.geotiff.empty()) std::printf("  GeoTIFF: %s\n", o.geotiff.c_str());
 }
@@ -86,6 +97,11 @@ int main(int argc, char** argv) {
     unwrap->add_flag("--save-residues", uo.save_residues, "write /residues (int8 charges)");
     unwrap->add_flag("--save-cuts", uo.save_cuts, "write /branch_cuts (blocked-edge bits)");
     unwrap->add_flag("-q,--quiet", uo.quiet, "no progress or summary");
+    std::string backend_name = "auto";
+    unwrap->add_option("--backend", backend_name, "auto (CUDA when a GPU is visible) | cpu | cuda")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    unwrap->add_option("--rank-grid", uo.rank_grid, "PxQ ranks over the tile grid (default: automatic)");
 
     std::string synth_case = "topo", synth_size = "1024x1024", synth_dir;
     uint64_t synth_seed = 1;
@@ -110,8 +126,12 @@ int main(int argc, char** argv) {
     try {
         if (*unwrap) {
             if (!reference.empty()) uo.reference = std::pair<int64_t, int64_t>{reference[0], reference[1]};
-            const tessera::UnwrapReport rep = tessera::run_unwrap(uo);
-            if (!uo.quiet) print_report(uo, rep);
+            if (backend_name == "cuda" || (backend_name == "auto" && tessera::cuda_backend_available()))
+                uo.backend = tessera::Backend::kCuda;
+            const tessera::UnwrapReport rep = tessera::run_unwrap(uo, MPI_COMM_WORLD);
+            int rank = 0;
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            if (!uo.quiet && rank == 0) print_report(uo, rep);
             if (rep.conflicts != 0) return fail("internal error: " + std::to_string(rep.conflicts) +
                                                     " union-find conflicts (please report this input)", 3);
         } else if (*synth) {
@@ -129,7 +149,7 @@ int main(int argc, char** argv) {
             std::printf("%s", tessera::describe_result(info_path).c_str());
         }
     } catch (const tessera::InputError& e) {
-        return fail(e.what(), 2);
+        return fail(e.what(), 2, e.is_everywhere());
     } catch (const std::exception& e) {
         return fail(e.what(), 3);
     }

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <numbers>
 
 #include "io/geotiff_writer.h"
@@ -16,16 +18,30 @@
 #include "io/raster_reader.h"
 #include "src/progress.h"
 #include "src/unwrap_region.h"
+#include "partition/comm.h"
+#include "partition/rank_grid.h"
 
 namespace tessera {
 
 namespace {
 
+// Tests end a job from one rank: TESSERA_INJECT_ERROR="RANK:STAGE" (section 7, MPI tests).
+void inject_error_for_tests(int rank, const char* stage) {
+    static const char* spec = std::getenv("TESSERA_INJECT_ERROR");
+    if (!spec) return;
+    const std::string s(spec);
+    const auto colon = s.find(':');
+    if (colon != std::string::npos && std::to_string(rank) == s.substr(0, colon) && s.substr(colon + 1) == stage)
+        throw std::runtime_error("injected error on rank " + std::to_string(rank) + " at stage " + stage);
+}
+
 constexpr int64_t kRowBlock = 256;                       // rows per coherence/mask read
 constexpr float kMaxAbsPhase = 64.0f * std::numbers::pi_v<float>;  // section 2 bounds |q|
 
 // Inputs folded into phase (0 at invalid) and flags (kInvalid, kLowCoherence).
-void read_inputs(const UnwrapOptions& opt, const RasterReader& in, const RegionArrays& a, const Window& own) {
+// Reads the buffer window (own + halo); returns the largest |phase| seen.
+float read_inputs(const UnwrapOptions& opt, const RasterReader& in, const RegionArrays& a) {
+    const Window own = a.buf;
     std::vector<uint8_t> valid(static_cast<size_t>(a.buf.size()));
     in.read_phase(own, a.phase, valid.data(), a.buf.cols);
     float worst = 0;
@@ -35,9 +51,6 @@ void read_inputs(const UnwrapOptions& opt, const RasterReader& in, const RegionA
         worst = std::max(worst, std::fabs(a.phase[i]));
     }
     valid = {};
-    if (worst > kMaxAbsPhase)
-        throw InputError(opt.input, "values up to " + std::to_string(worst) +
-                                        " rad: not a wrapped phase (expected |phase| <= 64 pi)");
     if (!opt.mask.empty()) {
         RasterReader m(opt.mask, 1);
         std::vector<uint8_t> buf(static_cast<size_t>(kRowBlock * own.cols));
@@ -72,6 +85,26 @@ void read_inputs(const UnwrapOptions& opt, const RasterReader& in, const RegionA
                 }
         }
     }
+    return worst;
+}
+
+// Setup errors are agreed on: the lowest failing rank's line is thrown on every rank.
+template <class F>
+void agree(Comm& comm, F&& step) {
+    std::string msg;
+    try {
+        step();
+    } catch (const InputError& e) {
+        msg = e.what();
+    }
+    const int64_t first_bad = comm.max(msg.empty() ? int64_t{-1} : int64_t{comm.size() - comm.rank()});
+    if (first_bad < 0) return;
+    const int root = comm.size() - static_cast<int>(first_bad);
+    int64_t len = static_cast<int64_t>(msg.size());
+    comm.bcast(len, root);
+    msg.resize(static_cast<size_t>(len));
+    MPI_Bcast(msg.data(), static_cast<int>(len), MPI_CHAR, root, comm.get());
+    throw InputError::everywhere(msg);
 }
 
 void check_same_size(const std::string& path, const RasterInfo& info, const RasterInfo& ref) {
@@ -83,11 +116,13 @@ void check_same_size(const std::string& path, const RasterInfo& info, const Rast
 
 }  // namespace
 
-UnwrapReport run_unwrap(const UnwrapOptions& opt) {
+UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
     using clock = std::chrono::steady_clock;
     const auto t_start = clock::now();
+    Comm comm(mpi_comm);
+    const int rank = comm.rank();
     UnwrapReport rep;
-    Progress progress(opt.quiet);
+    Progress progress(opt.quiet || rank != 0);
     auto t_stage = clock::now();
     auto stage_done = [&](const char* name) {
         const auto now = clock::now();
@@ -97,46 +132,68 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt) {
         t_stage = now;
     };
 
-    // --- inputs and their checks (section 7) ---
-    RasterReader in(opt.input, opt.band);
-    const RasterInfo& info = in.info();
+    // --- inputs and their checks (section 7), agreed on by every rank ---
+    std::unique_ptr<RasterReader> in;
+    RankGrid grid;
+    agree(comm, [&] {
+        in = std::make_unique<RasterReader>(opt.input, opt.band);
+        const RasterInfo& info = in->info();
+        if (info.rows < 2 || info.cols < 2)
+            throw InputError(opt.input, "image is " + std::to_string(info.cols) + "x" + std::to_string(info.rows) +
+                                            " (cols x rows); at least 2x2 is needed");
+        if (!opt.coherence.empty()) check_same_size(opt.coherence, RasterReader(opt.coherence, 1).info(), info);
+        if (!opt.mask.empty()) check_same_size(opt.mask, RasterReader(opt.mask, 1).info(), info);
+        if (opt.reference && (opt.reference->first < 0 || opt.reference->first >= info.rows ||
+                              opt.reference->second < 0 || opt.reference->second >= info.cols))
+            throw InputError(opt.input, "reference pixel (" + std::to_string(opt.reference->first) + ", " +
+                                            std::to_string(opt.reference->second) + ") is outside the image");
+        if (opt.tile_size < 2) throw InputError(opt.input, "--tile-size must be at least 2");
+        if (opt.max_pair_distance < 1) throw InputError(opt.input, "--max-pair-distance must be at least 1");
+        if (!opt.geotiff.empty()) check_output_directory(opt.geotiff);
+        grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
+    });
+    const RasterInfo& info = in->info();
     const int64_t H = info.rows, W = info.cols;
-    if (H < 2 || W < 2)
-        throw InputError(opt.input, "image is " + std::to_string(W) + "x" + std::to_string(H) +
-                                        " (cols x rows); at least 2x2 is needed");
-    if (!opt.coherence.empty()) check_same_size(opt.coherence, RasterReader(opt.coherence, 1).info(), info);
-    if (!opt.mask.empty()) check_same_size(opt.mask, RasterReader(opt.mask, 1).info(), info);
-    if (opt.reference && (opt.reference->first < 0 || opt.reference->first >= H || opt.reference->second < 0 ||
-                          opt.reference->second >= W))
-        throw InputError(opt.input, "reference pixel (" + std::to_string(opt.reference->first) + ", " +
-                                        std::to_string(opt.reference->second) + ") is outside the image");
-    if (opt.tile_size < 2) throw InputError(opt.input, "--tile-size must be at least 2");
-    if (opt.max_pair_distance < 1) throw InputError(opt.input, "--max-pair-distance must be at least 1");
-    if (!opt.geotiff.empty()) check_output_directory(opt.geotiff);
-    // Created first so that a bad output path fails before any work; removed unless committed.
-    Hdf5Writer out(opt.output, MPI_COMM_WORLD, H, W);
+    // Created before any work so that a bad output path fails first; removed unless committed.
+    std::unique_ptr<Hdf5Writer> out;
+    agree(comm, [&] { out = std::make_unique<Hdf5Writer>(opt.output, mpi_comm, H, W); });
     rep.rows = H;
     rep.cols = W;
 
-    const Window own{0, 0, H, W};
-    std::vector<float> phase(static_cast<size_t>(own.size()));
-    std::vector<uint8_t> flags(static_cast<size_t>(own.size()));
-    std::vector<uint32_t> label(static_cast<size_t>(own.size()));
-    std::vector<int32_t> cycles(opt.save_cycles ? static_cast<size_t>(own.size()) : 0);
-    RegionArrays a{H, W, own, phase.data(), flags.data(), label.data(), opt.save_cycles ? cycles.data() : nullptr};
-    read_inputs(opt, in, a, own);
+    const Window own = grid.own(rank), buf = grid.buffer(rank);
+    std::vector<float> phase(static_cast<size_t>(buf.size()));
+    std::vector<uint8_t> flags(static_cast<size_t>(buf.size()));
+    std::vector<uint32_t> label(static_cast<size_t>(buf.size()));
+    std::vector<int32_t> cycles(opt.save_cycles ? static_cast<size_t>(buf.size()) : 0);
+    RegionArrays a{H, W, buf, phase.data(), flags.data(), label.data(), opt.save_cycles ? cycles.data() : nullptr};
+    float worst = 0;
+    agree(comm, [&] {
+        worst = read_inputs(opt, *in, a);
+        inject_error_for_tests(rank, "read");
+    });
     int64_t valid = 0;
-#pragma omp parallel for reduction(+ : valid)
-    for (int64_t i = 0; i < own.size(); ++i) valid += !(flags[static_cast<size_t>(i)] & kInvalid);
-    if (valid == 0) throw InputError(opt.input, "no valid pixels (all nodata or masked)");
-    if (opt.reference && (flags[static_cast<size_t>(a.index(opt.reference->first, opt.reference->second))] & kInvalid))
-        throw InputError(opt.input, "reference pixel is invalid (nodata or masked)");
+    for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
+        for (int64_t c = own.col0; c < own.col0 + own.cols; ++c) valid += !(flags[static_cast<size_t>(a.index(r, c))] & kInvalid);
+    valid = comm.sum(valid);
+    worst = static_cast<float>(comm.max(static_cast<double>(worst)));
+    agree(comm, [&] {
+        if (worst > kMaxAbsPhase)
+            throw InputError(opt.input, "values up to " + std::to_string(worst) +
+                                            " rad: not a wrapped phase (expected |phase| <= 64 pi)");
+        if (valid == 0) throw InputError(opt.input, "no valid pixels (all nodata or masked)");
+        if (opt.reference && own.contains(opt.reference->first, opt.reference->second) &&
+            (flags[static_cast<size_t>(a.index(opt.reference->first, opt.reference->second))] & kInvalid))
+            throw InputError(opt.input, "reference pixel is invalid (nodata or masked)");
+    });
     rep.valid = valid;
     stage_done("read");
 
-    UnwrapParams params{opt.tile_size, opt.max_pair_distance, opt.min_component_size, opt.reference};
+    UnwrapParams params{opt.max_pair_distance, opt.min_component_size, opt.reference, opt.backend};
     std::vector<Residue> res;
-    const RegionStats st = unwrap_region(a, params, opt.save_residues ? &res : nullptr, stage_done);
+    const RegionStats st = unwrap_region(a, grid, comm, params, opt.save_residues ? &res : nullptr, [&](const char* s) {
+        inject_error_for_tests(rank, s);
+        stage_done(s);
+    });
     rep.tiles = st.tiles;
     rep.residues = st.residues;
     rep.rounds = st.rounds;
@@ -147,36 +204,45 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt) {
     rep.labelled = st.labelled;
     rep.largest = st.largest;
     rep.conflicts = st.conflicts;
+    rep.ranks = comm.size();
+    rep.rank_rows = grid.P;
+    rep.rank_cols = grid.Q;
+    rep.bytes_sent_max = comm.max(st.bytes_sent);
+    rep.bytes_sent_total = comm.sum(st.bytes_sent);
 
-    // --- outputs (section 7) ---
+    // --- outputs (section 7): every rank writes its own window collectively ---
     const double nan = std::nan("");
+    const int64_t o = a.index(own.row0, own.col0), stride = buf.cols;
     // A noisy float phase deflates about 1.3x at ~45 MB/s per core (README): off by default.
-    out.set_deflate(opt.compress_phase);
-    out.write_f32("unwrapped_phase", own, phase.data(), W,
-                  {{"units", std::string("radians")},
-                   {"description", std::string("unwrapped phase u = phi + 2 pi k; NaN where invalid")},
-                   {"_FillValue", nan}});
-    out.set_deflate(1);
-    out.write_u32("connected_components", own, label.data(), W,
-                  {{"description", std::string("connected component 1..N by size descending; 0 = invalid or "
-                                               "unreliable")}});
+    out->set_deflate(opt.compress_phase);
+    out->write_f32("unwrapped_phase", own, phase.data() + o, stride,
+                   {{"units", std::string("radians")},
+                    {"description", std::string("unwrapped phase u = phi + 2 pi k; NaN where invalid")},
+                    {"_FillValue", nan}});
+    out->set_deflate(1);
+    out->write_u32("connected_components", own, label.data() + o, stride,
+                   {{"description", std::string("connected component 1..N by size descending; 0 = invalid, low "
+                                                "coherence or small component")}});
     if (opt.save_cycles)
-        out.write_i32("cycles", own, cycles.data(), W,
-                      {{"description", std::string("integer cycles k: u = phi + 2 pi k (0 where invalid)")}});
+        out->write_i32("cycles", own, cycles.data() + o, stride,
+                       {{"description", std::string("integer cycles k: u = phi + 2 pi k (0 where invalid)")}});
     if (opt.save_residues) {
         std::vector<int8_t> q(static_cast<size_t>(own.size()), 0);
-        for (const Residue& x : res) q[static_cast<size_t>(a.index(x.r, x.c))] += static_cast<int8_t>(x.sign);
-        out.write_i8("residues", own, q.data(), W,
-                     {{"description", std::string("residue charge of plaquette (r,c), corners (r,c)..(r+1,c+1)")}});
+        for (const Residue& x : res)
+            q[static_cast<size_t>((x.r - own.row0) * own.cols + (x.c - own.col0))] += static_cast<int8_t>(x.sign);
+        out->write_i8("residues", own, q.data(), own.cols,
+                      {{"description", std::string("residue charge of plaquette (r,c), corners (r,c)..(r+1,c+1)")}});
     }
     if (opt.save_cuts) {
         std::vector<uint8_t> b(static_cast<size_t>(own.size()));
-        for (size_t i = 0; i < b.size(); ++i) b[i] = flags[i] & (kBlockRight | kBlockDown);
-        out.write_u8("branch_cuts", own, b.data(), W,
-                     {{"description", std::string("blocked edges: bit 0 right edge, bit 1 down edge (cuts and "
-                                                 "edges touching invalid pixels)")}});
+        for (int64_t i = 0; i < own.rows; ++i)
+            for (int64_t j = 0; j < own.cols; ++j)
+                b[static_cast<size_t>(i * own.cols + j)] =
+                    flags[static_cast<size_t>(a.index(own.row0 + i, own.col0 + j))] & (kBlockRight | kBlockDown);
+        out->write_u8("branch_cuts", own, b.data(), own.cols,
+                      {{"description", std::string("blocked edges: bit 0 right edge, bit 1 down edge (cuts and "
+                                                  "edges touching invalid pixels)")}});
     }
-    rep.total_seconds = std::chrono::duration<double>(clock::now() - t_start).count();
     std::vector<Attribute> attrs = {
         {"software", std::string("tessera ") + TESSERA_VERSION},
         {"algorithm", std::string("residues + exact greedy branch cuts + weighted union-find (ARCHITECTURE.md)")},
@@ -187,14 +253,16 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt) {
         {"rows", H},
         {"cols", W},
         {"tile_size", opt.tile_size},
+        {"backend", std::string(opt.backend == Backend::kCuda ? "cuda" : "cpu")},
         {"compress_phase", int64_t{opt.compress_phase}},
         {"max_pair_distance", opt.max_pair_distance},
         {"min_component_size", opt.min_component_size},
         {"min_coherence", opt.min_coherence},
         {"reference_row", opt.reference ? opt.reference->first : int64_t{-1}},
         {"reference_col", opt.reference ? opt.reference->second : int64_t{-1}},
-        {"ranks", int64_t{1}},
-        {"threads", int64_t{omp_get_max_threads()}},
+        {"ranks", int64_t{comm.size()}},
+        {"rank_grid", std::to_string(grid.P) + "x" + std::to_string(grid.Q)},
+        {"threads_per_rank", int64_t{omp_get_max_threads()}},
         {"tiles", rep.tiles},
         {"valid_pixels", rep.valid},
         {"residues", rep.residues},
@@ -206,24 +274,39 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt) {
         {"labelled_components", rep.labelled},
         {"largest_component", rep.largest},
         {"conflicts", rep.conflicts},
+        {"bytes_sent_max_rank", rep.bytes_sent_max},
+        {"bytes_sent_total", rep.bytes_sent_total},
         {"geotransform", std::vector<double>(info.geotransform.begin(), info.geotransform.end())},
         {"has_geotransform", int64_t{info.has_geotransform}},
         {"projection", info.projection_wkt},
         {"nodata", nan},
     };
-    for (const StageTime& st : rep.times) attrs.push_back({"time_" + st.stage, st.seconds});
-    out.write_attributes(attrs);
-    if (!opt.geotiff.empty())
-        write_geotiff_f32(opt.geotiff, H, W, phase.data(),
-                          GeoRef{info.has_geotransform, info.geotransform, info.projection_wkt}, nan);
-    try {
-        out.commit();
-    } catch (...) {
-        if (!opt.geotiff.empty()) std::remove(opt.geotiff.c_str());
-        throw;
+    // Stage times: the slowest rank's, so that every rank writes the same values.
+    for (StageTime& t : rep.times) {
+        t.seconds = comm.max(t.seconds);
+        attrs.push_back({"time_" + t.stage, t.seconds});
+    }
+    out->write_attributes(attrs);
+    out->commit();
+    if (!opt.geotiff.empty()) {
+        // Rank 0 copies the committed dataset through GDAL, so no rank holds the whole image.
+        std::string err;
+        if (rank == 0) {
+            try {
+                geotiff_from_hdf5(opt.output, "unwrapped_phase", opt.geotiff,
+                                  GeoRef{info.has_geotransform, info.geotransform, info.projection_wkt}, nan);
+            } catch (const std::exception& e) {
+                err = e.what();
+            }
+        }
+        int64_t failed = comm.max(int64_t{!err.empty()});
+        if (failed) {
+            if (rank == 0) std::remove(opt.output.c_str());
+            throw InputError::everywhere(rank == 0 ? err : opt.geotiff + ": GeoTIFF output failed");
+        }
     }
     stage_done("write");
-    rep.total_seconds = std::chrono::duration<double>(clock::now() - t_start).count();
+    rep.total_seconds = comm.max(std::chrono::duration<double>(clock::now() - t_start).count());
     return rep;
 }
 

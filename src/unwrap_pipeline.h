@@ -7,6 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include <mpi.h>
+
+#include "src/unwrap_region.h"
+
 namespace tessera {
 
 struct UnwrapOptions {
@@ -18,7 +22,9 @@ struct UnwrapOptions {
     std::optional<std::pair<int64_t, int64_t>> reference;
     int64_t min_component_size = 100;
     double min_coherence = 0.0;
-    int compress_phase = 0;  // deflate level of /unwrapped_phase (0 = chunked, uncompressed)
+    int compress_phase = 0;
+    std::string rank_grid;  // "PxQ", empty = automatic
+    Backend backend = Backend::kCpu;  // deflate level of /unwrapped_phase (0 = chunked, uncompressed)
     bool save_cycles = false, save_residues = false, save_cuts = false;
     bool quiet = false;
 };
@@ -35,11 +41,14 @@ struct UnwrapReport {
     int64_t components = 0, labelled = 0, largest = 0;
     int64_t conflicts = 0;  // must be 0 (section 3)
     int64_t tiles = 0;
+    int64_t ranks = 1, rank_rows = 1, rank_cols = 1;
+    int64_t bytes_sent_max = 0, bytes_sent_total = 0;  // to other ranks
     std::vector<StageTime> times;
     double total_seconds = 0;
 };
 
 // Throws InputError for bad input; leaves no output file behind on failure.
-UnwrapReport run_unwrap(const UnwrapOptions& opt);
+// Collective over `comm`: every rank reads its window (plus halo), and writes its part.
+UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm comm);
 
 }  // namespace tessera

@@ -4,9 +4,8 @@
 #include <stdexcept>
 
 #include "kernels/cpu/region.h"
+#include "partition/global_solve.h"
 #include "partition/matching.h"
-#include "partition/offset_solve.h"
-#include "partition/tile_grid.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "kernels/cuda/region.h"
 #endif
@@ -15,21 +14,20 @@ namespace tessera {
 
 namespace {
 
-// The stages in order (ARCHITECTURE.md sections 2-4); Region is the backend.
+// The stages in order; Region is the backend (cpu::Region or cuda::Region).
 template <class Region>
-RegionStats run_stages(const RegionArrays& a, const UnwrapParams& p, std::vector<Residue>* residues_out,
-                       const std::function<void(const char*)>& stage) {
+RegionStats run_stages(const RegionArrays& a, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
+                       std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
     RegionStats st;
-    const TileGrid grid(a.H, a.W, p.tile_size);
-    st.tiles = grid.count();
-    Region region(a, Window{0, 0, a.H, a.W}, grid);
+    st.tiles = grid.tiles.count();
+    Region region(a, grid.own(comm.rank()), grid.tiles);
 
     std::vector<Residue> res = region.find_residues();
-    st.residues = static_cast<int64_t>(res.size());
     stage("residues");
 
     MatchStats ms;
-    const std::vector<Cut> cuts = match_residues(res, grid, p.max_pair_distance, ms);
+    const std::vector<Cut> cuts = match_residues(res, grid, p.max_pair_distance, comm, ms);
+    st.residues = ms.residues;
     st.rounds = ms.rounds;
     st.leftovers = ms.leftovers;
     st.pairs = ms.phase_a_pairs + ms.phase_b_pairs;
@@ -39,31 +37,21 @@ RegionStats run_stages(const RegionArrays& a, const UnwrapParams& p, std::vector
     region.place_cuts(cuts);
     stage("rasterise");
 
-    RegionComponents comps = region.union_find();
+    const RegionComponents comps = region.union_find();
     stage("union_find");
 
-    OffsetSolution sol = solve_offsets(comps.records, comps.constraints, p.min_component_size);
-    st.conflicts = comps.conflicts + sol.conflicts;
-    st.components = sol.components;
-    st.labelled = sol.labelled;
-    st.largest = sol.largest;
-    if (p.reference) {
-        // --reference: shift that pixel's component so k = 0 there (section 4).
-        const NodeValue nv = region.node(p.reference->first, p.reference->second);
-        const auto& recs = comps.records;
-        const size_t ri = static_cast<size_t>(
-            std::lower_bound(recs.begin(), recs.end(), nv.root,
-                             [](const ComponentRecord& x, int64_t v) { return x.root < v; }) - recs.begin());
-        const int64_t groot = sol.global_root[ri];
-        const int32_t kref = nv.k + sol.offset[ri];
-        for (size_t i = 0; i < recs.size(); ++i)
-            if (sol.global_root[i] == groot) sol.offset[i] -= kref;
-    }
+    const GlobalSolution g = solve_global(comps, grid, comm, p.min_component_size, p.reference,
+                                          [&](const Window& w) { return region.strip(w); });
+    st.conflicts = comm.sum(comps.conflicts) + g.conflicts;
+    st.components = g.components;
+    st.labelled = g.labelled;
+    st.largest = g.largest;
     stage("offset_solve");
 
-    region.apply(ComponentAssignment{comps.records, sol.offset, sol.label});
+    region.apply(ComponentAssignment{comps.records, g.offset, g.label});
     region.finish();
     stage("apply");
+    st.bytes_sent = comm.bytes_sent();
     if (residues_out) *residues_out = std::move(res);
     return st;
 }
@@ -78,20 +66,27 @@ bool cuda_backend_available() {
 #endif
 }
 
-RegionStats unwrap_region(const RegionArrays& a, const UnwrapParams& p, std::vector<Residue>* residues_out,
-                          const std::function<void(const char*)>& stage) {
+RegionStats unwrap_region(const RegionArrays& a, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
+                          std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
     // The backend is chosen here, once (ARCHITECTURE.md section 5).
     switch (p.backend) {
         case Backend::kCpu:
-            return run_stages<cpu::Region>(a, p, residues_out, stage);
+            return run_stages<cpu::Region>(a, grid, comm, p, residues_out, stage);
         case Backend::kCuda:
 #ifdef TESSERA_HAVE_CUDA
-            return run_stages<cuda::Region>(a, p, residues_out, stage);
+            return run_stages<cuda::Region>(a, grid, comm, p, residues_out, stage);
 #else
             throw std::runtime_error("this tessera was built without the CUDA backend (TESSERA_CUDA=OFF)");
 #endif
     }
     throw std::logic_error("unknown backend");
+}
+
+RegionStats unwrap_image(const RegionArrays& a, int64_t tile_size, const UnwrapParams& p) {
+    Comm self(MPI_COMM_SELF);
+    RankGrid grid;
+    grid.tiles = TileGrid(a.H, a.W, tile_size);
+    return unwrap_region(a, grid, self, p, nullptr, [](const char*) {});
 }
 
 }  // namespace tessera

@@ -1,5 +1,6 @@
-// Unwrapping of one region held in memory: residues, exact greedy branch cuts,
-// per-tile weighted union-find, cross-tile offset solve, apply (ARCHITECTURE.md 2-4).
+// Unwrapping of one rank's region: residues, exact greedy branch cuts across ranks,
+// per-tile weighted union-find, offset solve across tiles and ranks, apply
+// (ARCHITECTURE.md sections 2-5).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -9,6 +10,8 @@
 
 #include "kernels/residue.h"
 #include "kernels/types.h"
+#include "partition/comm.h"
+#include "partition/rank_grid.h"
 
 namespace tessera {
 
@@ -18,23 +21,27 @@ enum class Backend { kCpu, kCuda };
 bool cuda_backend_available();
 
 struct UnwrapParams {
-    int64_t tile_size = 512;
     int64_t max_pair_distance = 64;
     int64_t min_component_size = 100;
     std::optional<std::pair<int64_t, int64_t>> reference;
     Backend backend = Backend::kCpu;
 };
 
-struct RegionStats {
+struct RegionStats {  // global counts (the same on every rank)
     int64_t tiles = 0, residues = 0, rounds = 0, leftovers = 0, pairs = 0, ground_cuts = 0;
     int64_t components = 0, labelled = 0, largest = 0;
-    int64_t conflicts = 0;  // must be 0 (section 3)
+    int64_t conflicts = 0;    // must be 0 (section 3)
+    int64_t bytes_sent = 0;   // by this rank, to other ranks
 };
 
-// `a` covers the whole image (buf = image); phase holds the wrapped phase (0 at invalid)
-// and flags the kInvalid / kLowCoherence bits. On return phase holds u (NaN at invalid),
-// label the components and cycles (if set) k. `stage(name)` is called after each stage.
-RegionStats unwrap_region(const RegionArrays& a, const UnwrapParams& p, std::vector<Residue>* residues_out,
-                          const std::function<void(const char*)>& stage);
+// `a` covers grid.buffer(comm.rank()); phase holds the wrapped phase (0 at invalid) and
+// flags the kInvalid / kLowCoherence bits. On return phase holds u over the own window
+// (NaN at invalid), label the components and cycles (if set) k. `stage(name)` is
+// called after each stage. Collective over `comm`.
+RegionStats unwrap_region(const RegionArrays& a, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
+                          std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage);
+
+// One process, the whole image in memory: the tests' and library users' entry point.
+RegionStats unwrap_image(const RegionArrays& a, int64_t tile_size, const UnwrapParams& p);
 
 }  // namespace tessera

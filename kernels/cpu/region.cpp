@@ -62,6 +62,17 @@ NodeValue Region::node(int64_t r, int64_t c) const {
     return {(w.row0 + l / w.cols) * a_.W + w.col0 + l % w.cols, uf::potential(nd)};
 }
 
+std::vector<PixelState> Region::strip(const Window& w) const {
+    std::vector<PixelState> out;
+    out.reserve(static_cast<size_t>(w.size()));
+    for (int64_t r = w.row0; r < w.row0 + w.rows; ++r)
+        for (int64_t c = w.col0; c < w.col0 + w.cols; ++c) {
+            const NodeValue nv = node(r, c);
+            out.push_back({nv.root, nv.k, a_.phase[a_.index(r, c)], a_.flags[a_.index(r, c)]});
+        }
+    return out;
+}
+
 RegionComponents Region::union_find() {
     const int64_t T = static_cast<int64_t>(tiles_.size());
     nodes_.assign(static_cast<size_t>(node_off_.back()), 0);

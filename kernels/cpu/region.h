@@ -21,6 +21,7 @@ public:
     void place_cuts(std::span<const Cut> cuts);      // blocks invalid edges, rasterises the cuts
     RegionComponents union_find();                   // per-tile union-find + cross-tile constraints
     NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`
+    std::vector<PixelState> strip(const Window& w) const;  // after union_find, w inside own, row-major
     void apply(const ComponentAssignment& assign);   // u, labels, cycles into the host arrays
     void finish() {}                                 // host arrays already hold the results
 

@@ -88,18 +88,19 @@ TEST_P(MatchingOracle, PhaseAPlusBEqualsSerialGreedy) {
     ASSERT_FALSE(res.empty());
     const auto expect = serial_greedy(res, cs.H, cs.W);
     int64_t phase_b_seen = 0;
-    for (int64_t tile : {int64_t{7}, int64_t{16}, int64_t{37}, int64_t{64}, std::max(cs.H, cs.W)})
-        for (int64_t D : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{8}, int64_t{64}, int64_t{100000}}) {
-            MatchStats st;
-            const auto got = match_residues(res, TileGrid(cs.H, cs.W, tile), D, st);
-            ASSERT_EQ(got.size(), expect.size()) << "tile " << tile << " D " << D;
-            for (size_t i = 0; i < got.size(); ++i)
-                ASSERT_EQ(got[i], expect[i]) << "cut " << i << " tile " << tile << " D " << D;
-            phase_b_seen += st.leftovers;
-            // Every residue is matched exactly once.
-            ASSERT_EQ(st.phase_a_pairs * 2 + st.phase_a_ground + st.phase_b_pairs * 2 + st.phase_b_ground,
-                      static_cast<int64_t>(res.size()));
-        }
+    Comm self(MPI_COMM_SELF);
+    RankGrid grid;
+    grid.tiles = TileGrid(cs.H, cs.W, 16);
+    for (int64_t D : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{8}, int64_t{64}, int64_t{100000}}) {
+        MatchStats st;
+        const auto got = match_residues(res, grid, D, self, st);
+        ASSERT_EQ(got.size(), expect.size()) << "D " << D;
+        for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expect[i]) << "cut " << i << " D " << D;
+        phase_b_seen += st.leftovers;
+        // Every residue is matched exactly once.
+        ASSERT_EQ(st.phase_a_pairs * 2 + st.phase_a_ground + st.phase_b_pairs * 2 + st.phase_b_ground,
+                  static_cast<int64_t>(res.size()));
+    }
     // On a 2-pixel-high strip every residue touches the ground, so phase B has nothing to do.
     if (std::min(cs.H, cs.W) > 8) {
         EXPECT_GT(phase_b_seen, 0) << "phase B was never exercised";
@@ -116,7 +117,10 @@ TEST(Matching, PairBeatsGroundOnEqualWeight) {
     // Two residues one step apart at the top border: pair weight 1 equals ground weight 1.
     std::vector<Residue> res = {{residue_id(0, 5, 20, 0), 0, 5, 1}, {residue_id(0, 6, 20, 0), 0, 6, -1}};
     MatchStats st;
-    const auto cuts = match_residues(res, TileGrid(20, 20, 8), 64, st);
+    Comm self(MPI_COMM_SELF);
+    RankGrid grid;
+    grid.tiles = TileGrid(20, 20, 8);
+    const auto cuts = match_residues(res, grid, 64, self, st);
     ASSERT_EQ(cuts.size(), 1u);
     EXPECT_EQ(cuts[0].side, kNotGround);
 }

@@ -22,7 +22,7 @@ struct Result {
     RegionStats stats;
 };
 
-Result unwrap_scene(const SynthScene& s, UnwrapParams p) {
+Result unwrap_scene(const SynthScene& s, const UnwrapParams& p, int64_t tile) {
     Result out;
     const size_t n = s.wrapped.size();
     out.u.resize(n);
@@ -36,7 +36,7 @@ Result unwrap_scene(const SynthScene& s, UnwrapParams p) {
     }
     RegionArrays a{s.rows, s.cols, Window{0, 0, s.rows, s.cols}, out.u.data(), flags.data(), out.label.data(),
                    out.k.data()};
-    out.stats = unwrap_region(a, p, nullptr, [](const char*) {});
+    out.stats = unwrap_image(a, tile, p);
     return out;
 }
 
@@ -49,18 +49,17 @@ class SynthCase : public ::testing::TestWithParam<std::string> {};
 TEST_P(SynthCase, TileSizeAndRadiusInvariance) {
     const SynthScene s = make_scene(GetParam(), 300, 263, 7);
     UnwrapParams p;
-    p.tile_size = 1 << 20;  // the whole image as one tile
-    const Result ref = unwrap_scene(s, p);
+    const int64_t tile = 1 << 20;  // the whole image as one tile
+    const Result ref = unwrap_scene(s, p, tile);
     EXPECT_EQ(ref.stats.conflicts, 0);
-    for (int64_t tile : {37, 64, 256}) {
+    for (int64_t t : {37, 64, 256}) {
         for (int64_t D : {4, 64}) {
-            p.tile_size = tile;
             p.max_pair_distance = D;
-            const Result r = unwrap_scene(s, p);
-            EXPECT_EQ(r.stats.conflicts, 0) << "tile " << tile;
-            EXPECT_EQ(r.k, ref.k) << "cycles differ at tile " << tile << " D " << D;
-            EXPECT_EQ(r.label, ref.label) << "labels differ at tile " << tile << " D " << D;
-            EXPECT_TRUE(same_bits(r.u, ref.u)) << "unwrapped phase differs at tile " << tile << " D " << D;
+            const Result r = unwrap_scene(s, p, t);
+            EXPECT_EQ(r.stats.conflicts, 0) << "tile " << t;
+            EXPECT_EQ(r.k, ref.k) << "cycles differ at tile " << t << " D " << D;
+            EXPECT_EQ(r.label, ref.label) << "labels differ at tile " << t << " D " << D;
+            EXPECT_TRUE(same_bits(r.u, ref.u)) << "unwrapped phase differs at tile " << t << " D " << D;
         }
     }
 }
@@ -68,8 +67,9 @@ TEST_P(SynthCase, TileSizeAndRadiusInvariance) {
 TEST_P(SynthCase, CongruentWithTheWrappedPhase) {
     const SynthScene s = make_scene(GetParam(), 256, 256, 3);
     UnwrapParams p;
-    p.tile_size = 64;
-    const Result r = unwrap_scene(s, p);
+    int64_t tile = 512;
+    tile = 64;
+    const Result r = unwrap_scene(s, p, tile);
     int64_t checked = 0;
     for (size_t i = 0; i < s.wrapped.size(); ++i) {
         const bool ok = std::isfinite(s.wrapped[i]) && s.coherence[i] > 0.0f;
@@ -90,9 +90,10 @@ TEST_P(SynthCase, CongruentWithTheWrappedPhase) {
 TEST_P(SynthCase, LabelsOrderedBySizeAndRootsHaveZeroCycles) {
     const SynthScene s = make_scene(GetParam(), 200, 220, 11);
     UnwrapParams p;
-    p.tile_size = 50;
+    int64_t tile = 512;
+    tile = 50;
     p.min_component_size = 1;
-    const Result r = unwrap_scene(s, p);
+    const Result r = unwrap_scene(s, p, tile);
     std::map<uint32_t, int64_t> size, first;
     for (size_t i = 0; i < r.label.size(); ++i)
         if (r.label[i]) {
@@ -114,14 +115,15 @@ INSTANTIATE_TEST_SUITE_P(AllCases, SynthCase, ::testing::Values("bowl", "topo", 
 TEST(UnwrapRegion, ReferencePixelGetsZeroCycles) {
     const SynthScene s = make_scene("bowl", 128, 128, 5);
     UnwrapParams p;
-    p.tile_size = 40;
-    const Result r0 = unwrap_scene(s, p);
+    int64_t tile = 512;
+    tile = 40;
+    const Result r0 = unwrap_scene(s, p, tile);
     // A reference pixel in label 1 whose k is not 0 without --reference.
     size_t ref = 0;
     while (ref < r0.k.size() && !(r0.label[ref] == 1 && r0.k[ref] != 0)) ++ref;
     ASSERT_LT(ref, r0.k.size()) << "the scene has no pixel with k != 0";
     p.reference = std::pair<int64_t, int64_t>{static_cast<int64_t>(ref / 128), static_cast<int64_t>(ref % 128)};
-    const Result r = unwrap_scene(s, p);
+    const Result r = unwrap_scene(s, p, tile);
     EXPECT_EQ(r.k[ref], 0);
     const int32_t shift = r0.k[ref];
     for (size_t i = 0; i < r.k.size(); ++i) {
@@ -145,8 +147,9 @@ TEST_P(Accuracy512, FractionCorrectPerComponent) {
     const Floor f = GetParam();
     const SynthScene s = make_scene(f.name, f.size, f.size, 1);
     UnwrapParams p;
-    p.tile_size = 128;
-    const Result r = unwrap_scene(s, p);
+    int64_t tile = 512;
+    tile = 128;
+    const Result r = unwrap_scene(s, p, tile);
     EXPECT_EQ(r.stats.conflicts, 0);
     const tessera::Accuracy acc = fraction_correct(r.u, s.truth, r.label);
     RecordProperty("fraction_correct", std::to_string(acc.fraction()));

@@ -1,0 +1,108 @@
+// Stage kernels of the CUDA backend (ARCHITECTURE.md sections 2-4), host launchers over
+// device-resident arrays. kernels/cpu/kernels.h declares the same stages for the host;
+// kernels/cuda/region.h strings them together behind the same interface as cpu::Region.
+//
+// This header is compiled both by g++ (C++20, region.cpp) and by nvcc (C++17, the .cu
+// files: the project's CMake sets no CUDA standard), so it only includes C++17 headers:
+// kernels/residue.h and kernels/region.h (C++20) stay out of the .cu files.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/types.h"
+
+#if defined(__CUDACC__)
+#define TESSERA_HD __host__ __device__
+#else
+#define TESSERA_HD
+#endif
+
+namespace tessera::cuda {
+
+// Throws std::runtime_error("CUDA error in <what>: <cudaGetErrorString>") unless e == cudaSuccess.
+inline void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();  // clear a sticky-free error so later calls are not blamed
+        throw std::runtime_error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
+    }
+}
+
+// Device flag bit used only between mark_roots and apply_offsets (never seen on the host).
+inline constexpr uint8_t kRootMark = 1u << 7;
+
+// The region's pixel arrays on the device, laid out exactly like RegionArrays (row-major
+// over buf = own + halo). flags is padded to a multiple of 4 bytes so that cut bits can be
+// set with a 32-bit atomicOr on the word holding the byte.
+struct DeviceArrays {
+    int64_t H = 0, W = 0;
+    Window buf;
+    float* phase = nullptr;
+    uint8_t* flags = nullptr;
+    TESSERA_HD int64_t index(int64_t r, int64_t c) const { return (r - buf.row0) * buf.cols + (c - buf.col0); }
+};
+
+// A plaquette of non-zero charge: index (row-major over the plaquettes of the own window,
+// see find_residues) and q.
+struct PlaquetteCharge {
+    uint32_t index = 0;
+    int32_t q = 0;
+};
+
+// A cut as the device walks it (the C++17 image of tessera::Cut): for a pair (ra, ca) is the
+// lower-id residue's plaquette, where the canonical path starts; side is a GroundSide.
+struct DeviceCut {
+    int32_t ra = 0, ca = 0, rb = 0, cb = 0;
+    int32_t side = -1;
+};
+
+// apply's per-record input: the own-local index of the record's root, its offset and label.
+struct DeviceRootRecord {
+    uint32_t local = 0;
+    int32_t offset = 0;
+    uint32_t label = 0;
+    uint32_t pad = 0;
+};
+
+// Charges of the plaquettes whose top-left pixel lies in `own` (rows < H-1, cols < W-1),
+// appended in raster order (so ids ascend). The plaquette index is
+// (r - own.row0) * pc + (c - own.col0) with pc = min(own.col0 + own.cols, W - 1) - own.col0.
+// `scratch` holds at least own.size() 64-bit words (the union-find nodes are reused).
+void find_residues(const DeviceArrays& a, const Window& own, uint64_t* scratch, std::vector<PlaquetteCharge>& out,
+                   cudaStream_t s);
+
+// Blocks the edges owned by `own` that touch an invalid pixel and the non-existent edges past
+// the image's last row and column; clears the other cut bits first (as the CPU).
+void block_invalid_edges(const DeviceArrays& a, const Window& own, cudaStream_t s);
+
+// Sets the cut bits of the edges owned by `own` that the cuts' dual paths cross
+// (d_cuts: n cuts in device memory).
+void rasterise_cuts(const DeviceArrays& a, const Window& own, const DeviceCut* d_cuts, int64_t n, cudaStream_t s);
+
+// Weighted union-find over all unblocked edges inside `own` (one region-wide pass, not per
+// tile). nodes (own.size() words, row-major over own) end flattened: every pixel ->
+// (own-local root = its component's smallest index, k relative to it). Returns the number of
+// unblocked edges whose wrap count disagrees with the potentials (conflicts, must be 0).
+int64_t tile_union_find(const DeviceArrays& a, const Window& own, uint64_t* nodes, cudaStream_t s);
+
+// After tile_union_find: the components with at least one valid pixel, as
+// uf::pack(own-local root, valid-pixel count), ascending by root. Stores the count in each
+// root's (otherwise always 0) potential field: from here on a root is recognised by
+// parent == self and has k = 0.
+void component_records(const DeviceArrays& a, const Window& own, uint64_t* nodes, std::vector<uint64_t>& out,
+                       cudaStream_t s);
+
+// Writes (label, offset) into the root words of d_recs' roots and marks them (kRootMark).
+void mark_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const DeviceRootRecord* d_recs, int64_t n,
+                cudaStream_t s);
+
+// Final pixel pass over `own` (after mark_roots for every record): u = phi + 2 pi k into
+// phase (NaN at invalid pixels), label and cycles (own-sized, row-major over own; cycles may
+// be null); clears the root marks.
+void apply_offsets(const DeviceArrays& a, const Window& own, const uint64_t* nodes, uint32_t* label,
+                   int32_t* cycles, cudaStream_t s);
+
+}  // namespace tessera::cuda

@@ -1,0 +1,247 @@
+// cuda::Region: host side of the CUDA backend (g++, C++20). The device kernels are in the
+// .cu files beside it, declared in kernels/cuda/kernels.h.
+#include "kernels/cuda/region.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/kernels.h"
+#include "kernels/union_find.h"
+
+namespace tessera::cuda {
+
+int device_count() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();  // no driver / no device: not an error here
+        return 0;
+    }
+    return n;
+}
+
+namespace {
+
+template <class T>
+T* device_alloc(size_t count, const char* what) {
+    void* p = nullptr;
+    check(cudaMalloc(&p, std::max<size_t>(count, 1) * sizeof(T)), what);
+    return static_cast<T*>(p);
+}
+
+}  // namespace
+
+struct Region::Impl {
+    RegionArrays a;
+    Window own;
+    TileGrid grid;
+    cudaStream_t s = nullptr;
+    DeviceArrays d;                 // phase, flags over buf
+    uint64_t* nodes = nullptr;      // own.size() union-find words (also the residue scratch)
+    uint32_t* label = nullptr;      // own.size(), from apply() to finish()
+    int32_t* cycles = nullptr;      // own.size() when a.cycles is set, likewise
+    bool applied = false;
+
+    Impl(const RegionArrays& a_, const Window& own_, const TileGrid& grid_) : a(a_), own(own_), grid(grid_) {
+        const Window& b = a.buf;
+        if (own.rows <= 0 || own.cols <= 0) throw std::invalid_argument("cuda::Region: empty own window");
+        if (own.row0 < b.row0 || own.col0 < b.col0 || own.row0 + own.rows > b.row0 + b.rows ||
+            own.col0 + own.cols > b.col0 + b.cols)
+            throw std::invalid_argument("cuda::Region: own window outside the arrays' buffer");
+        // The one-pixel halo below and to the right, where the image continues.
+        if ((own.row0 + own.rows < a.H && own.row0 + own.rows >= b.row0 + b.rows) ||
+            (own.col0 + own.cols < a.W && own.col0 + own.cols >= b.col0 + b.cols))
+            throw std::invalid_argument("cuda::Region: the buffer lacks the halo below / right of the own window");
+        // Union-find words hold own-local indices in 32 bits.
+        if (own.size() >= (int64_t{1} << 32))
+            throw std::invalid_argument("cuda::Region: own window of 2^32 pixels or more (split it into regions)");
+        try {
+            check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+            const size_t nb = static_cast<size_t>(b.size());
+            d.H = a.H;
+            d.W = a.W;
+            d.buf = b;
+            d.phase = device_alloc<float>(nb, "cudaMalloc phase");
+            d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, "cudaMalloc flags");
+            nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), "cudaMalloc union-find nodes");
+            check(cudaMemsetAsync(d.flags, 0, (nb + 3) / 4 * 4, s), "cudaMemset flags");
+            check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
+            check(cudaMemcpyAsync(d.flags, a.flags, nb, cudaMemcpyHostToDevice, s), "upload flags");
+            check(cudaStreamSynchronize(s), "upload (sync)");
+        } catch (...) {
+            release();
+            throw;
+        }
+    }
+
+    ~Impl() { release(); }
+
+    void release() noexcept {
+        if (s) (void)cudaStreamSynchronize(s);
+        for (void* p : {static_cast<void*>(d.phase), static_cast<void*>(d.flags), static_cast<void*>(nodes),
+                        static_cast<void*>(label), static_cast<void*>(cycles)})
+            if (p) (void)cudaFree(p);
+        d.phase = nullptr;
+        d.flags = nullptr;
+        nodes = nullptr;
+        label = nullptr;
+        cycles = nullptr;
+        if (s) (void)cudaStreamDestroy(s);
+        s = nullptr;
+    }
+
+    int64_t local_of_root(int64_t root) const {
+        const int64_t r = root / a.W, c = root % a.W;
+        if (!own.contains(r, c)) throw std::logic_error("cuda::Region: component root outside the own window");
+        return (r - own.row0) * own.cols + (c - own.col0);
+    }
+    int64_t global_of_local(int64_t l) const { return (own.row0 + l / own.cols) * a.W + own.col0 + l % own.cols; }
+};
+
+Region::Region(const RegionArrays& a, const Window& own, const TileGrid& grid)
+    : impl_(std::make_unique<Impl>(a, own, grid)) {}
+Region::~Region() = default;
+Region::Region(Region&&) noexcept = default;
+Region& Region::operator=(Region&&) noexcept = default;
+
+std::vector<Residue> Region::find_residues() {
+    Impl& m = *impl_;
+    std::vector<PlaquetteCharge> charges;
+    cuda::find_residues(m.d, m.own, m.nodes, charges, m.s);
+    std::vector<Residue> res;
+    const int64_t pc = std::min(m.own.col0 + m.own.cols, m.a.W - 1) - m.own.col0;
+    size_t total = 0;
+    for (const PlaquetteCharge& q : charges) total += static_cast<size_t>(std::abs(q.q));
+    res.reserve(total);
+    // Raster order of plaquettes, then the sub-index: ascending ids, as the CPU's sort gives.
+    for (const PlaquetteCharge& q : charges) {
+        const int64_t r = m.own.row0 + q.index / pc, c = m.own.col0 + q.index % pc;
+        const int32_t n = std::abs(q.q), sign = q.q > 0 ? 1 : -1;
+        for (int32_t sub = 0; sub < n; ++sub)
+            res.push_back({residue_id(r, c, m.a.W, sub), static_cast<int32_t>(r), static_cast<int32_t>(c), sign});
+    }
+    return res;
+}
+
+void Region::place_cuts(std::span<const Cut> cuts) {
+    Impl& m = *impl_;
+    block_invalid_edges(m.d, m.own, m.s);
+    if (!cuts.empty()) {
+        std::vector<DeviceCut> dc(cuts.size());
+        for (size_t i = 0; i < cuts.size(); ++i) {
+            const Cut& c = cuts[i];
+            dc[i] = {c.ra, c.ca, c.rb, c.cb, static_cast<int32_t>(c.side)};
+        }
+        DeviceCut* d_cuts = nullptr;
+        check(cudaMallocAsync(reinterpret_cast<void**>(&d_cuts), dc.size() * sizeof(DeviceCut), m.s),
+              "place_cuts (cudaMallocAsync)");
+        cudaError_t e = cudaMemcpyAsync(d_cuts, dc.data(), dc.size() * sizeof(DeviceCut), cudaMemcpyHostToDevice, m.s);
+        if (e == cudaSuccess) {
+            try {
+                rasterise_cuts(m.d, m.own, d_cuts, static_cast<int64_t>(dc.size()), m.s);
+            } catch (...) {
+                (void)cudaFreeAsync(d_cuts, m.s);
+                throw;
+            }
+        }
+        const cudaError_t ef = cudaFreeAsync(d_cuts, m.s);
+        check(e, "place_cuts (upload cuts)");
+        check(ef, "place_cuts (cudaFreeAsync)");
+    }
+    check(cudaStreamSynchronize(m.s), "place_cuts (sync)");
+}
+
+RegionComponents Region::union_find() {
+    Impl& m = *impl_;
+    RegionComponents out;
+    out.conflicts = tile_union_find(m.d, m.own, m.nodes, m.s);
+    std::vector<uint64_t> roots;
+    component_records(m.d, m.own, m.nodes, roots, m.s);
+    out.records.reserve(roots.size());
+    for (uint64_t w : roots)  // pack(own-local root, valid-pixel count), ascending roots
+        out.records.push_back({m.global_of_local(uf::parent(w)), static_cast<int64_t>(w >> 32)});
+    return out;
+}
+
+NodeValue Region::node(int64_t r, int64_t c) const {
+    const Impl& m = *impl_;
+    if (!m.own.contains(r, c)) throw std::out_of_range("cuda::Region::node: pixel outside the own window");
+    const int64_t l = (r - m.own.row0) * m.own.cols + (c - m.own.col0);
+    uint64_t w = 0;
+    check(cudaMemcpyAsync(&w, m.nodes + l, sizeof(w), cudaMemcpyDeviceToHost, m.s), "node (download)");
+    check(cudaStreamSynchronize(m.s), "node (sync)");
+    const uint32_t p = uf::parent(w);
+    // A root's potential half holds its component's size after union_find(); its k is 0.
+    return {m.global_of_local(p), p == static_cast<uint32_t>(l) ? 0 : uf::potential(w)};
+}
+
+void Region::apply(const ComponentAssignment& as) {
+    Impl& m = *impl_;
+    const size_t n = as.records.size();
+    if (as.offset.size() != n || as.label.size() != n)
+        throw std::invalid_argument("cuda::Region::apply: records, offsets and labels differ in length");
+    const size_t npx = static_cast<size_t>(m.own.size());
+    if (!m.label) m.label = device_alloc<uint32_t>(npx, "cudaMalloc labels");
+    if (m.a.cycles && !m.cycles) m.cycles = device_alloc<int32_t>(npx, "cudaMalloc cycles");
+    if (n > 0) {
+        constexpr size_t kChunk = size_t{1} << 20;  // 16 MiB of records per upload
+        const size_t chunk = std::min(n, kChunk);
+        std::vector<DeviceRootRecord> host(chunk);
+        DeviceRootRecord* d_recs = device_alloc<DeviceRootRecord>(chunk, "cudaMalloc apply records");
+        try {
+            for (size_t b = 0; b < n; b += chunk) {
+                const size_t e = std::min(n, b + chunk);
+                for (size_t i = b; i < e; ++i)
+                    host[i - b] = {static_cast<uint32_t>(m.local_of_root(as.records[i].root)), as.offset[i],
+                                   as.label[i], 0};
+                check(cudaMemcpyAsync(d_recs, host.data(), (e - b) * sizeof(DeviceRootRecord),
+                                      cudaMemcpyHostToDevice, m.s),
+                      "apply (upload records)");
+                mark_roots(m.d, m.own, m.nodes, d_recs, static_cast<int64_t>(e - b), m.s);
+                check(cudaStreamSynchronize(m.s), "apply (mark roots)");  // before host[] is refilled
+            }
+        } catch (...) {
+            (void)cudaStreamSynchronize(m.s);
+            (void)cudaFree(d_recs);
+            throw;
+        }
+        check(cudaFree(d_recs), "cudaFree apply records");
+    }
+    apply_offsets(m.d, m.own, m.nodes, m.label, m.cycles, m.s);
+    check(cudaStreamSynchronize(m.s), "apply (sync)");
+    m.applied = true;
+}
+
+void Region::finish() {
+    Impl& m = *impl_;
+    const Window& o = m.own;
+    const int64_t base = m.a.index(o.row0, o.col0);
+    const size_t bc = static_cast<size_t>(m.a.buf.cols), oc = static_cast<size_t>(o.cols);
+    const size_t rows = static_cast<size_t>(o.rows);
+    // Cut bits, as the CPU leaves them in a.flags (the /branch_cuts output reads them).
+    check(cudaMemcpy2DAsync(m.a.flags + base, bc, m.d.flags + base, bc, oc, rows, cudaMemcpyDeviceToHost, m.s),
+          "finish (download flags)");
+    if (m.applied) {
+        check(cudaMemcpy2DAsync(m.a.phase + base, bc * sizeof(float), m.d.phase + base, bc * sizeof(float),
+                                oc * sizeof(float), rows, cudaMemcpyDeviceToHost, m.s),
+              "finish (download unwrapped phase)");
+        if (m.a.label)
+            check(cudaMemcpy2DAsync(m.a.label + base, bc * sizeof(uint32_t), m.label, oc * sizeof(uint32_t),
+                                    oc * sizeof(uint32_t), rows, cudaMemcpyDeviceToHost, m.s),
+                  "finish (download labels)");
+        if (m.a.cycles)
+            check(cudaMemcpy2DAsync(m.a.cycles + base, bc * sizeof(int32_t), m.cycles, oc * sizeof(int32_t),
+                                    oc * sizeof(int32_t), rows, cudaMemcpyDeviceToHost, m.s),
+                  "finish (download cycles)");
+    }
+    check(cudaStreamSynchronize(m.s), "finish (sync)");
+    for (void** p : {reinterpret_cast<void**>(&m.label), reinterpret_cast<void**>(&m.cycles)})
+        if (*p) {
+            check(cudaFree(*p), "cudaFree");
+            *p = nullptr;
+        }
+    m.applied = false;
+}
+
+}  // namespace tessera::cuda

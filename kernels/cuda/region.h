@@ -1,0 +1,49 @@
+// The CUDA backend's view of a rank's region: the same interface as tessera::cpu::Region
+// (kernels/cpu/region.h), with the pixel arrays resident on the current CUDA device from the
+// constructor to finish(). Plain C++: no CUDA types here, so src/unwrap_region.cpp (g++)
+// includes it; the device state lives behind a pointer to an implementation.
+//
+// Device memory (ARCHITECTURE.md section 8, at most 24 B per pixel): phase 4 B and flags
+// 1 B over buf, union-find words 8 B over own, labels 4 B and cycles 4 B (only when
+// a.cycles is set) over own from apply() to finish(); transiently 8 B per component while
+// union_find() gathers the component records, and a fixed 16 MiB staging buffer in apply().
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/region.h"
+#include "kernels/residue.h"
+#include "kernels/types.h"
+#include "partition/tile_grid.h"
+
+namespace tessera::cuda {
+
+// Number of visible CUDA devices; 0 (not an error) without a GPU or a driver.
+int device_count();
+
+class Region {
+public:
+    // `own` is a union of whole tiles of `grid`; `a` covers it plus the halo. Uploads the
+    // phase and flags of a.buf. Throws std::runtime_error on any CUDA failure.
+    Region(const RegionArrays& a, const Window& own, const TileGrid& grid);
+    ~Region();
+    Region(Region&&) noexcept;
+    Region& operator=(Region&&) noexcept;
+    Region(const Region&) = delete;
+    Region& operator=(const Region&) = delete;
+
+    std::vector<Residue> find_residues();            // the own window's plaquettes, sorted by id
+    void place_cuts(std::span<const Cut> cuts);      // blocks invalid edges, rasterises the cuts
+    RegionComponents union_find();                   // one union-find over own; no constraints
+    NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`
+    void apply(const ComponentAssignment& assign);   // u, labels, cycles on the device
+    void finish();                                   // copies flags (cut bits), u, labels, cycles to the host
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::cuda
