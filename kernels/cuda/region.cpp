@@ -176,6 +176,37 @@ NodeValue Region::node(int64_t r, int64_t c) const {
     return {m.global_of_local(p), p == static_cast<uint32_t>(l) ? 0 : uf::potential(w)};
 }
 
+std::vector<PixelState> Region::strip(const Window& w) const {
+    const Impl& m = *impl_;
+    if (w.size() <= 0) return {};
+    if (!m.own.contains(w.row0, w.col0) || !m.own.contains(w.row0 + w.rows - 1, w.col0 + w.cols - 1))
+        throw std::out_of_range("cuda::Region::strip: window outside the own window");
+    const size_t n = static_cast<size_t>(w.size()), wc = static_cast<size_t>(w.cols), rows = static_cast<size_t>(w.rows);
+    std::vector<uint64_t> words(n);
+    std::vector<uint8_t> flags(n);
+    const int64_t l0 = (w.row0 - m.own.row0) * m.own.cols + (w.col0 - m.own.col0);
+    const int64_t b0 = m.a.index(w.row0, w.col0);
+    check(cudaMemcpy2DAsync(words.data(), wc * sizeof(uint64_t), m.nodes + l0,
+                            static_cast<size_t>(m.own.cols) * sizeof(uint64_t), wc * sizeof(uint64_t), rows,
+                            cudaMemcpyDeviceToHost, m.s),
+          "strip (download nodes)");
+    check(cudaMemcpy2DAsync(flags.data(), wc, m.d.flags + b0, static_cast<size_t>(m.a.buf.cols), wc, rows,
+                            cudaMemcpyDeviceToHost, m.s),
+          "strip (download flags)");
+    check(cudaStreamSynchronize(m.s), "strip (sync)");
+    std::vector<PixelState> out(n);
+    for (int64_t y = 0; y < w.rows; ++y)
+        for (int64_t x = 0; x < w.cols; ++x) {
+            const size_t i = static_cast<size_t>(y * w.cols + x);
+            const int64_t l = l0 + y * m.own.cols + x;
+            const uint32_t p = uf::parent(words[i]);
+            // Before apply() the host phase still holds the wrapped phase the device works on.
+            out[i] = {m.global_of_local(p), p == static_cast<uint32_t>(l) ? 0 : uf::potential(words[i]),
+                      m.a.phase[m.a.index(w.row0 + y, w.col0 + x)], flags[i]};
+        }
+    return out;
+}
+
 void Region::apply(const ComponentAssignment& as) {
     Impl& m = *impl_;
     const size_t n = as.records.size();

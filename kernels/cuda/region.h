@@ -38,8 +38,12 @@ public:
     void place_cuts(std::span<const Cut> cuts);      // blocks invalid edges, rasterises the cuts
     RegionComponents union_find();                   // one union-find over own; no constraints
     NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`
+    std::vector<PixelState> strip(const Window& w) const;  // after union_find, w inside own, row-major
     void apply(const ComponentAssignment& assign);   // u, labels, cycles on the device
-    void finish();                                   // copies flags (cut bits), u, labels, cycles to the host
+    // Copies the own window's flags (cut bits, as cpu::Region leaves them in a.flags) and, after
+    // apply(), u, labels and cycles into the host arrays. May also be called after any earlier
+    // stage (then it copies the flags alone); the region stays usable.
+    void finish();
 
 private:
     struct Impl;

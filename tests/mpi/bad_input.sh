@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Bad input under mpirun: one clear line, non-zero exit on every rank, no hang.
+set -u
+mpirun=$1 tessera=$2
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+"$tessera" synth --case bowl --size 64x64 --seed 1 "$d" >/dev/null || exit 1
+check() {  # args: expected-substring, tessera args...
+  want=$1; shift
+  timeout 30 "$mpirun" --oversubscribe -np 3 "$tessera" "$@" >/dev/null 2>"$d/err"
+  rc=$?
+  lines=$(grep -c "tessera: error" "$d/err")
+  echo "exit $rc, $lines error line(s): $(head -c 200 "$d/err" | tr '\n' ' ')"
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { echo "FAIL: exit $rc"; exit 1; }
+  [ "$lines" -eq 1 ] || { echo "FAIL: want one error line"; exit 1; }
+  grep -q "$want" "$d/err" || { echo "FAIL: message lacks '$want'"; exit 1; }
+  [ ! -e "$d/o.h5" ] && [ ! -e "$d/o.h5.tmp" ] || { echo "FAIL: output left"; exit 1; }
+}
+check nope.tif unwrap "$d/nope.tif" "$d/o.h5"
+check "more ranks" unwrap --tile-size 64 "$d/bowl_wrapped.tif" "$d/o.h5"
+check "rank-grid" unwrap --rank-grid 2x2 "$d/bowl_wrapped.tif" "$d/o.h5"
+check missing unwrap --tile-size 16 "$d/bowl_wrapped.tif" "$d/missing/o.h5"
+echo "1 passed, 0 failed"

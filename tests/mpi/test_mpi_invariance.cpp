@@ -1,0 +1,193 @@
+// Under mpirun -np 1..4: cycles, labels and the unwrapped phase bit-identical to the
+// one-rank run for every rank grid and tile size (ARCHITECTURE.md section 1).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "io/geotiff_writer.h"
+#include "partition/rank_grid.h"
+#include "src/synth.h"
+#include "src/unwrap_pipeline.h"
+#include "support/cli.h"
+
+namespace tessera {
+namespace {
+
+using testing::read_dataset;
+
+int rank() {
+    int r = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+}
+int size() {
+    int s = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &s);
+    return s;
+}
+
+// A folder every rank sees (rank 0 makes it, the name is shared).
+std::string shared_dir(const std::string& tag) {
+    std::string d = "/tmp/tessera_mpi_" + tag + "_" + std::to_string(size());
+    if (rank() == 0) {
+        std::filesystem::remove_all(d);
+        std::filesystem::create_directories(d);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return d;
+}
+
+// Rank 0's verdict for everyone, so that every rank's test passes or fails alike.
+bool agreed(bool ok_on_root) {
+    int v = ok_on_root ? 1 : 0;
+    MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return v != 0;
+}
+
+UnwrapOptions options(const std::string& in, const std::string& out, int64_t tile) {
+    UnwrapOptions o;
+    o.input = in;
+    o.output = out;
+    o.tile_size = tile;
+    o.save_cycles = true;
+    o.quiet = true;
+    return o;
+}
+
+// Runs on all ranks with `grid`, and on rank 0 alone; compares the files bit for bit.
+void expect_same_as_one_rank(UnwrapOptions o, const std::string& grid, UnwrapReport* report = nullptr) {
+    const std::string many = o.output;
+    o.rank_grid = grid;
+    const UnwrapReport rep = run_unwrap(o, MPI_COMM_WORLD);
+    if (report) *report = rep;
+    std::string why;
+    if (rank() == 0) {
+        UnwrapOptions one = o;
+        one.rank_grid.clear();
+        one.output = many + ".one.h5";
+        run_unwrap(one, MPI_COMM_SELF);
+        const auto u1 = read_dataset<float>(one.output, "unwrapped_phase");
+        const auto un = read_dataset<float>(many, "unwrapped_phase");
+        if (u1.size() != un.size() || std::memcmp(u1.data(), un.data(), u1.size() * sizeof(float)) != 0)
+            why += " unwrapped_phase";
+        if (read_dataset<int32_t>(one.output, "cycles") != read_dataset<int32_t>(many, "cycles")) why += " cycles";
+        if (read_dataset<uint32_t>(one.output, "connected_components") !=
+            read_dataset<uint32_t>(many, "connected_components"))
+            why += " connected_components";
+    }
+    EXPECT_TRUE(agreed(why.empty())) << "differs from one rank (" << o.input << ", grid '" << grid << "', tile "
+                                     << o.tile_size << "):" << why;
+    EXPECT_EQ(rep.conflicts, 0);
+}
+
+std::vector<std::string> grids() {
+    switch (size()) {
+        case 2: return {"1x2", "2x1"};
+        case 3: return {"1x3", "3x1"};
+        case 4: return {"1x4", "4x1", "2x2"};
+        default: return {""};
+    }
+}
+
+class MpiSynth : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MpiSynth, BitIdenticalToOneRank) {
+    const std::string dir = shared_dir(GetParam());
+    if (rank() == 0) write_scene(make_scene(GetParam(), 300, 263, 9), dir);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (const std::string& g : grids())
+        for (int64_t tile : {37, 64}) {
+            UnwrapOptions o = options(dir + "/" + GetParam() + "_wrapped.tif", dir + "/out.h5", tile);
+            o.coherence = dir + "/" + GetParam() + "_coherence.tif";
+            expect_same_as_one_rank(o, g);
+        }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCases, MpiSynth, ::testing::Values("bowl", "topo", "holes", "fringes"));
+
+TEST(Mpi, GhigliaPrittLongsWithMask) {
+    const std::string src = std::string(TESSERA_SHARED_DIR) + "/bench_real_gp/longs.152x458.";
+    const std::string raw = testing::slurp(src + "phase"), m = testing::slurp(src + "mask");
+    if (raw.empty()) GTEST_SKIP() << "no " << src << "phase (../shared missing)";
+    const std::string dir = shared_dir("longs");
+    if (rank() == 0) {
+        std::vector<float> phase(raw.size()), mask(raw.size());
+        for (size_t i = 0; i < raw.size(); ++i) {
+            phase[i] = static_cast<float>(static_cast<uint8_t>(raw[i]) * (2.0 * std::numbers::pi / 256.0));
+            mask[i] = static_cast<uint8_t>(m[i]) ? 1.0f : 0.0f;
+        }
+        write_geotiff_f32(dir + "/phase.tif", 458, 152, phase.data(), GeoRef{}, std::nullopt);
+        write_geotiff_f32(dir + "/mask.tif", 458, 152, mask.data(), GeoRef{}, std::nullopt);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (const std::string& g : grids()) {
+        UnwrapOptions o = options(dir + "/phase.tif", dir + "/out.h5", 32);
+        o.mask = dir + "/mask.tif";
+        expect_same_as_one_rank(o, g);
+    }
+}
+
+// A +/- vortex pair 210 rows apart, closer to each other than to any side: with D = 64
+// phase A leaves both, and phase B pairs them across rank 2 on a 4x1 grid (tile rows
+// 0 | 1 | 2 | 3-4 of 200: ranks own rows 0-199, 200-399, 400-599, 600-999).
+TEST(Mpi, PhaseBPartnerTwoRanksAway) {
+    const std::string dir = shared_dir("vortex");
+    const int64_t n = 1000;
+    if (rank() == 0) {
+        std::vector<float> phi(static_cast<size_t>(n * n));
+        for (int64_t r = 0; r < n; ++r)
+            for (int64_t c = 0; c < n; ++c) {
+                const double v = std::atan2(r - 395.5, c - 500.5) - std::atan2(r - 605.5, c - 500.5);
+                phi[static_cast<size_t>(r * n + c)] = static_cast<float>(std::remainder(v, 2 * std::numbers::pi));
+            }
+        write_geotiff_f32(dir + "/vortex.tif", n, n, phi.data(), GeoRef{}, std::nullopt);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    UnwrapOptions o = options(dir + "/vortex.tif", dir + "/out.h5", 200);
+    UnwrapReport rep;
+    expect_same_as_one_rank(o, size() == 4 ? "4x1" : "", &rep);
+    EXPECT_EQ(rep.residues, 2);
+    EXPECT_EQ(rep.leftovers, 2) << "the pair must be left to phase B";
+    EXPECT_EQ(rep.pairs, 1);
+    EXPECT_EQ(rep.ground_cuts, 0);
+    if (size() == 4) {
+        RankGrid g = make_rank_grid(TileGrid(n, n, 200), 4, "4x1", "");
+        EXPECT_EQ(g.rank_of(395, 500), 1);
+        EXPECT_EQ(g.rank_of(605, 500), 3);
+    }
+}
+
+// The top quarter is nodata, so on a 4x1 grid rank 0 holds no valid pixel; the
+// component spans the other ranks and one cut family crosses every border.
+TEST(Mpi, RankWithOnlyNodataAndComponentsAcrossRanks) {
+    const std::string dir = shared_dir("nodata");
+    const int64_t n = 400;
+    if (rank() == 0) {
+        SynthScene s = make_scene("topo", n, n, 5);
+        for (int64_t i = 0; i < n * n / 4; ++i) s.wrapped[static_cast<size_t>(i)] = std::numeric_limits<float>::quiet_NaN();
+        write_geotiff_f32(dir + "/top_nan.tif", n, n, s.wrapped.data(), GeoRef{},
+                          std::numeric_limits<double>::quiet_NaN());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    UnwrapOptions o = options(dir + "/top_nan.tif", dir + "/out.h5", 50);
+    expect_same_as_one_rank(o, size() == 4 ? "4x1" : "");
+    if (rank() == 0) {
+        const auto lab = read_dataset<uint32_t>(o.output, "connected_components");
+        const RankGrid g = make_rank_grid(TileGrid(n, n, 50), size(), size() == 4 ? "4x1" : "", "");
+        std::vector<int> seen(static_cast<size_t>(size()), 0);
+        for (int64_t i = 0; i < n * n; ++i)
+            if (lab[static_cast<size_t>(i)] == 1) seen[static_cast<size_t>(g.rank_of(i / n, i % n))] = 1;
+        for (int r = (size() == 4 ? 1 : 0); r < size(); ++r) EXPECT_TRUE(seen[r]) << "label 1 misses rank " << r;
+        if (size() == 4) EXPECT_FALSE(seen[0]);
+    }
+}
+
+}  // namespace
+}  // namespace tessera
