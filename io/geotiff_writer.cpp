@@ -104,8 +104,10 @@ void write_single_band(const std::string& path, int64_t rows, int64_t cols,
         opts.SetNameValue("TILED", "YES");
         opts.SetNameValue("BLOCKXSIZE", "256");
         opts.SetNameValue("BLOCKYSIZE", "256");
-        opts.SetNameValue("COMPRESS", "DEFLATE");
-        opts.SetNameValue("ZLEVEL", "1");
+        if (geo.compress) {
+            opts.SetNameValue("COMPRESS", "DEFLATE");
+            opts.SetNameValue("ZLEVEL", "1");
+        }
         opts.SetNameValue("BIGTIFF", "IF_SAFER");
         opts.SetNameValue("NUM_THREADS", "ALL_CPUS");
 

@@ -11,6 +11,7 @@ struct GeoRef {
     bool has_geotransform = false;
     std::array<double, 6> geotransform{0, 1, 0, 0, 0, 1};
     std::string projection_wkt;
+    bool compress = true;  // DEFLATE; off for inputs that are read back often (benchmarks)
 };
 
 // Writes a single-band tiled, DEFLATE-compressed GeoTIFF (BIGTIFF=IF_SAFER) to

@@ -179,6 +179,7 @@ struct StageCase {
     int64_t tile;
     int64_t min_size = 5;
     bool expect_residues = true;
+    bool expect_cycles = false;
 };
 
 void compare_stages(const StageCase& sc) {
@@ -201,7 +202,9 @@ void compare_stages(const StageCase& sc) {
         ASSERT_EQ(rc[i].c, rg[i].c) << "residue " << i;
         ASSERT_EQ(rc[i].sign, rg[i].sign) << "residue " << i;
     }
-    if (sc.expect_residues) EXPECT_GT(rc.size(), 0u) << "the case exercises no residue";
+    if (sc.expect_residues) {
+        EXPECT_GT(rc.size(), 0u) << "the case exercises no residue";
+    }
 
     // 2. Cut bits: the same flag bytes over the whole buffer after place_cuts.
     const std::vector<Cut> cuts = image_cuts(im, sc.tile);
@@ -289,7 +292,9 @@ void compare_stages(const StageCase& sc) {
                 ASSERT_EQ(xg.label[i], 0xdeadbeefu) << "halo pixel (" << r << ", " << c << ") written";
                 ASSERT_EQ(xg.cycles[i], 0x7eadbeef) << "halo pixel (" << r << ", " << c << ") written";
             }
-    RecordProperty("nonzero_k_in_strips", std::to_string(nonzero_k));
+    if (sc.expect_cycles) {
+        EXPECT_GT(nonzero_k, 0) << "the case exercises no k != 0";
+    }
 }
 
 TEST(CudaRegion, StagesMatchCpuOnWholeImages) {
@@ -307,6 +312,7 @@ TEST(CudaRegion, StagesMatchCpuOnWholeImages) {
                 sc.own = Window{0, 0, sz.H, sz.W};
                 sc.tile = tile;
                 sc.expect_residues = sz.H * sz.W >= 64 && kind != Kind::kFringes;
+                sc.expect_cycles = sz.H * sz.W >= 1000 && kind == Kind::kFringes;
                 compare_stages(sc);
                 if (HasFatalFailure()) return;
             }
@@ -324,7 +330,7 @@ TEST(CudaRegion, StagesMatchCpuOnOwnWindowsWithHalo) {
         // a one-tile region, a full-width band.
         for (const Window own : {Window{64, 32, 128, 96}, Window{0, 0, 96, 64}, Window{256, 224, 301 - 256, 277 - 224},
                                  Window{96, 128, 32, 32}, Window{160, 0, 64, 277}}) {
-            StageCase sc{im, own, t, 3, kind != Kind::kFringes};
+            StageCase sc{im, own, t, 3, kind != Kind::kFringes, kind == Kind::kFringes};
             compare_stages(sc);
             if (HasFatalFailure()) return;
         }
@@ -333,9 +339,8 @@ TEST(CudaRegion, StagesMatchCpuOnOwnWindowsWithHalo) {
 
 TEST(CudaRegion, MultiChargeResiduesExpandLikeTheCpu) {
     SKIP_WITHOUT_GPU();
-    // A plaquette with q = +3: wrap counts nv = 1, nh(r+1) = 1, -nh(r) = 1, -nv(c+1) = 0.
-    Image im{2, 2, {0.0f, -6.0f, 6.0f, 0.0f}, {0, 0, 0, 0}};
-    // Brute force to a plaquette of |q| >= 2 among values up to 4 pi, then compare.
+    // Random 2x2 images until 20 single plaquettes of |q| >= 2 (values up to 4 pi).
+    Image im{2, 2, {0.0f, 0.0f, 0.0f, 0.0f}, {0, 0, 0, 0}};
     std::mt19937_64 rng(7);
     std::uniform_real_distribution<float> u(-4 * kPi, 4 * kPi);
     int found = 0;
@@ -366,13 +371,13 @@ TEST(CudaRegion, RejectsBadWindows) {
     // 2^32 pixels in own: union-find words hold 32-bit own-local indices. Rejected before
     // any host or device memory is touched.
     RegionArrays big{int64_t{1} << 17, int64_t{1} << 15, Window{0, 0, int64_t{1} << 17, int64_t{1} << 15}};
-    EXPECT_THROW(cuda::Region(big, big.buf, TileGrid(big.H, big.W, 512)), std::invalid_argument);
+    EXPECT_THROW({ cuda::Region r(big, big.buf, TileGrid(big.H, big.W, 512)); }, std::invalid_argument);
     Image im = random_image(16, 16, 3, Kind::kNoise, 0, 0);
     Arrays x = make_arrays(im, Window{0, 0, 8, 8});
     // Own outside the buffer, and a buffer without the halo the image needs.
-    EXPECT_THROW(cuda::Region(x.a, Window{0, 0, 9, 8}, TileGrid(16, 16, 8)), std::invalid_argument);
-    EXPECT_THROW(cuda::Region(x.a, Window{0, 0, 8, 8}, TileGrid(16, 16, 8)), std::invalid_argument);
-    EXPECT_NO_THROW(cuda::Region(x.a, Window{0, 0, 7, 7}, TileGrid(16, 16, 7)));
+    EXPECT_THROW({ cuda::Region r(x.a, Window{0, 0, 9, 8}, TileGrid(16, 16, 8)); }, std::invalid_argument);
+    EXPECT_THROW({ cuda::Region r(x.a, Window{0, 0, 8, 8}, TileGrid(16, 16, 8)); }, std::invalid_argument);
+    EXPECT_NO_THROW({ cuda::Region r(x.a, Window{0, 0, 7, 7}, TileGrid(16, 16, 7)); });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -409,11 +414,14 @@ Result unwrap_scene(const SynthScene& s, const UnwrapParams& p, int64_t tile, fl
     return out;
 }
 
-void expect_same_stats(const RegionStats& a, const RegionStats& b) {
+// `same_partition`: the same ranks, so that even the matching's round counts must agree.
+void expect_same_stats(const RegionStats& a, const RegionStats& b, bool same_partition = true) {
     EXPECT_EQ(a.tiles, b.tiles);
     EXPECT_EQ(a.residues, b.residues);
-    EXPECT_EQ(a.rounds, b.rounds);
-    EXPECT_EQ(a.leftovers, b.leftovers);
+    if (same_partition) {
+        EXPECT_EQ(a.rounds, b.rounds);
+        EXPECT_EQ(a.leftovers, b.leftovers);
+    }
     EXPECT_EQ(a.pairs, b.pairs);
     EXPECT_EQ(a.ground_cuts, b.ground_cuts);
     EXPECT_EQ(a.components, b.components);
@@ -457,10 +465,21 @@ TEST_P(CudaVsCpu, UnwrapImageIsBitIdentical) {
     }
 }
 
+// The coherence below which a tenth of the valid pixels lie.
+float coherence_decile(const SynthScene& s) {
+    std::vector<float> v;
+    for (size_t i = 0; i < s.coherence.size(); ++i)
+        if (std::isfinite(s.wrapped[i]) && s.coherence[i] > 0.0f) v.push_back(s.coherence[i]);
+    if (v.empty()) return 0.0f;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 10), v.end());
+    return v[v.size() / 10];
+}
+
 TEST_P(CudaVsCpu, LowCoherenceSmallComponentsReferenceAndNoCycles) {
     SKIP_WITHOUT_GPU();
     const SceneCase sc = GetParam();
     const SynthScene s = make_scene(sc.name, sc.rows, sc.cols, 11);
+    const float thr = coherence_decile(s);
     UnwrapParams p;
     p.min_component_size = 1;
     p.max_pair_distance = 8;
@@ -475,15 +494,17 @@ TEST_P(CudaVsCpu, LowCoherenceSmallComponentsReferenceAndNoCycles) {
                 continue;
         }
         p.backend = Backend::kCpu;
-        const Result c = unwrap_scene(s, p, 64, 0.35f, true);
+        const Result c = unwrap_scene(s, p, 64, thr, true);
         p.backend = Backend::kCuda;
-        const Result g = unwrap_scene(s, p, 64, 0.35f, true);
+        const Result g = unwrap_scene(s, p, 64, thr, true);
         expect_same_result(c, g, sc.cols);
-        const Result g2 = unwrap_scene(s, p, 50, 0.35f, false);  // no cycles array
+        const Result g2 = unwrap_scene(s, p, 50, thr, false);  // no cycles array
         EXPECT_TRUE(same_bytes(c.u.data(), g2.u.data(), c.u.size() * sizeof(float)));
         EXPECT_EQ(c.label, g2.label);
         EXPECT_TRUE(std::all_of(g2.k.begin(), g2.k.end(), [](int32_t k) { return k == 0; })) << "cycles written";
-        if (reference) EXPECT_EQ(g.k[static_cast<size_t>(p.reference->first * sc.cols + p.reference->second)], 0);
+        if (reference) {
+            EXPECT_EQ(g.k[static_cast<size_t>(p.reference->first * sc.cols + p.reference->second)], 0);
+        }
         // Low-coherence pixels are unwrapped but unlabelled.
         int64_t low = 0;
         for (size_t i = 0; i < g.flags.size(); ++i)
@@ -492,7 +513,7 @@ TEST_P(CudaVsCpu, LowCoherenceSmallComponentsReferenceAndNoCycles) {
                 ASSERT_EQ(g.label[i], 0u);
                 ASSERT_FALSE(std::isnan(g.u[i]));
             }
-        if (sc.name != "bowl") EXPECT_GT(low, 0);
+        EXPECT_GT(low, 0);
     }
 }
 
@@ -564,7 +585,7 @@ TEST(CudaDistributed, RanksMatchTheSingleProcessCpu) {
             Arrays x = make_arrays(im, buf);
             p.backend = Backend::kCuda;
             const RegionStats st = unwrap_region(x.a, grid, world, p, nullptr, [](const char*) {});
-            expect_same_stats(ref.stats, st);
+            expect_same_stats(ref.stats, st, N == 1);
             int64_t bad_u = 0, bad_l = 0, bad_k = 0;
             for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
                 for (int64_t c = own.col0; c < own.col0 + own.cols; ++c) {
@@ -644,7 +665,7 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
     }
     // 2 MiB granularity and the CUDA context's own pools make a little slack.
     EXPECT_LE(worst, 24 * n + (int64_t{64} << 20)) << "more than 24 B/pixel resident on the device";
-    EXPECT_GT(worst, 13 * n) << "the measurement saw less than the phase, flags and nodes: not measuring";
+    EXPECT_GE(worst, 21 * n) << "the measurement saw less than phase, flags, nodes, labels, cycles: not measuring";
 
     // The whole pipeline, both backends, for the record.
     for (Backend b : {Backend::kCpu, Backend::kCuda}) {
