@@ -1,6 +1,6 @@
 // score: per-component cycle-count accuracy of an unwrapped phase against the truth.
 //
-// Usage: score UNW.f32 TRUTH.f32 ROWS COLS [--labels LABELS.u32]
+// Usage: score UNW.f32 TRUTH.f32 ROWS COLS [--labels LABELS.u32] [--coherence C.f32 --min-coherence X]
 //   valid pixel   : truth finite (a valid pixel whose unwrapped value is NaN counts as wrong)
 //   components    : --labels (raw uint32, 0 = no component -> wrong), or else the 4-connected
 //                   regions of finite unwrapped pixels
@@ -38,22 +38,35 @@ std::vector<T> read_raw(const char* path, size_t n) {
 
 int main(int argc, char** argv) {
     if (argc < 5) {
-        std::fprintf(stderr, "usage: score UNW.f32 TRUTH.f32 ROWS COLS [--labels LABELS.u32]\n");
+        std::fprintf(stderr, "usage: score UNW.f32 TRUTH.f32 ROWS COLS [--labels LABELS.u32] [--coherence C.f32 --min-coherence X]\n");
         return 2;
     }
     const long H = std::strtol(argv[3], nullptr, 10), W = std::strtol(argv[4], nullptr, 10);
     const char* labels_path = nullptr;
+    const char* coherence_path = nullptr;
+    double min_coherence = 0.0;
     for (int i = 5; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--labels" && i + 1 < argc)
             labels_path = argv[++i];
+        else if (a == "--coherence" && i + 1 < argc)
+            coherence_path = argv[++i];
+        else if (a == "--min-coherence" && i + 1 < argc)
+            min_coherence = std::strtod(argv[++i], nullptr);
         else
             die("unknown argument " + a);
     }
     if (H < 1 || W < 1) die("bad ROWS/COLS");
     const size_t N = size_t(H) * size_t(W);
     const std::vector<float> unw = read_raw<float>(argv[1], N);
-    const std::vector<float> truth = read_raw<float>(argv[2], N);
+    std::vector<float> truth = read_raw<float>(argv[2], N);
+    // Decorrelated pixels (coherence below the threshold) carry no phase to get right:
+    // they leave the score for every unwrapper alike.
+    if (coherence_path) {
+        const std::vector<float> coh = read_raw<float>(coherence_path, N);
+        for (size_t k = 0; k < N; ++k)
+            if (!(coh[k] >= min_coherence)) truth[k] = NAN;
+    }
 
     std::vector<uint32_t> label;
     if (labels_path) {

@@ -18,8 +18,11 @@ enum PixelFlag : uint8_t {
     kBlockRight = 1u << 0,  // edge (r,c)-(r,c+1) is crossed by a branch cut or touches invalid
     kBlockDown = 1u << 1,   // edge (r,c)-(r+1,c)
     kInvalid = 1u << 2,     // nodata / NaN / masked: phase taken as 0 (section 2)
-    kLowCoherence = 1u << 3,  // below --min-coherence: unwrapped, but label 0 (section 4)
+    kLowCoherence = 1u << 3,  // below --min-coherence: its phase counts for residues, but it is
+                              // not integrated through: NaN, label 0 (README, --min-coherence)
 };
+// Pixels outside every component: their edges are blocked and they have no record.
+inline constexpr uint8_t kUnreliable = kInvalid | kLowCoherence;
 
 // 2*pi as float32, the constant of section 4's output formula.
 inline constexpr float kTwoPiF = 6.2831855f;

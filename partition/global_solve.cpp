@@ -49,12 +49,12 @@ GlobalSolution solve_global(const RegionComponents& comps, const RankGrid& grid,
     auto collect = [&](const Window& w, int dst, std::vector<PixelState>* keep) {
         std::vector<PixelState> s = strip(w);
         for (const PixelState& p : s) {
-            if (p.flags & kInvalid) continue;
+            if (p.flags & kUnreliable) continue;
             border_roots.push_back(in_region(p).root);
         }
         if (dst >= 0)
             for (const PixelState& p : s)
-                send[static_cast<size_t>(dst)].push_back((p.flags & kInvalid) ? BorderNode{-1, 0, 0.0f} : in_region(p));
+                send[static_cast<size_t>(dst)].push_back((p.flags & kUnreliable) ? BorderNode{-1, 0, 0.0f} : in_region(p));
         if (keep) *keep = std::move(s);
     };
     std::vector<PixelState> bottom, rightcol;

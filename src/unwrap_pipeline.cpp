@@ -182,8 +182,8 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
                                             " rad: not a wrapped phase (expected |phase| <= 64 pi)");
         if (valid == 0) throw InputError(opt.input, "no valid pixels (all nodata or masked)");
         if (opt.reference && own.contains(opt.reference->first, opt.reference->second) &&
-            (flags[static_cast<size_t>(a.index(opt.reference->first, opt.reference->second))] & kInvalid))
-            throw InputError(opt.input, "reference pixel is invalid (nodata or masked)");
+            (flags[static_cast<size_t>(a.index(opt.reference->first, opt.reference->second))] & kUnreliable))
+            throw InputError(opt.input, "reference pixel is invalid (nodata, masked or below --min-coherence)");
     });
     rep.valid = valid;
     stage_done("read");

@@ -11,10 +11,10 @@ void block_invalid_edges(const RegionArrays& a, const Window& tile) {
         const uint8_t* below = r + 1 < a.H ? a.flags + a.index(r + 1, tile.col0) : nullptr;
         for (int64_t j = 0; j < tile.cols; ++j) {
             const int64_t c = tile.col0 + j;
-            uint8_t v = f[j] & static_cast<uint8_t>(kInvalid | kLowCoherence);
-            const bool bad = v & kInvalid;
-            if (c + 1 >= a.W || bad || (f[j + 1] & kInvalid)) v |= kBlockRight;
-            if (!below || bad || (below[j] & kInvalid)) v |= kBlockDown;
+            uint8_t v = f[j] & kUnreliable;
+            const bool bad = v != 0;
+            if (c + 1 >= a.W || bad || (f[j + 1] & kUnreliable)) v |= kBlockRight;
+            if (!below || bad || (below[j] & kUnreliable)) v |= kBlockDown;
             f[j] = v;
         }
     }

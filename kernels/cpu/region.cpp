@@ -89,7 +89,7 @@ RegionComponents Region::union_find() {
         for (int64_t y = 0; y < w.rows; ++y) {
             const uint8_t* f = a_.flags + a_.index(w.row0 + y, w.col0);
             for (int64_t x = 0; x < w.cols; ++x)
-                if (!(f[x] & kInvalid)) ++count[uf::parent(nd[y * w.cols + x])];
+                if (!(f[x] & kUnreliable)) ++count[uf::parent(nd[y * w.cols + x])];
         }
         for (int64_t l = 0; l < w.size(); ++l)
             if (count[static_cast<size_t>(l)] > 0)

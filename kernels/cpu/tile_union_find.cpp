@@ -63,7 +63,7 @@ void apply_offsets(const RegionArrays& a, const Window& tile, const uint64_t* no
         int32_t* cyc = a.cycles ? a.cycles + base : nullptr;
         const uint64_t* row = nodes + i * tile.cols;
         for (int64_t j = 0; j < tile.cols; ++j) {
-            if (f[j] & kInvalid) {
+            if (f[j] & kUnreliable) {
                 ph[j] = nan;
                 lab[j] = 0;
                 if (cyc) cyc[j] = 0;
@@ -74,7 +74,7 @@ void apply_offsets(const RegionArrays& a, const Window& tile, const uint64_t* no
             // Section 4: u = phi + 6.2831855f * k, float32, no contraction.
             const float twopik = kTwoPiF * static_cast<float>(k);
             ph[j] = ph[j] + twopik;
-            lab[j] = (f[j] & kLowCoherence) ? 0u : rec.label;
+            lab[j] = rec.label;
             if (cyc) cyc[j] = k;
         }
     }

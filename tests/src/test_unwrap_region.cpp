@@ -22,7 +22,7 @@ struct Result {
     RegionStats stats;
 };
 
-Result unwrap_scene(const SynthScene& s, const UnwrapParams& p, int64_t tile) {
+Result unwrap_scene(const SynthScene& s, const UnwrapParams& p, int64_t tile, float min_coherence = 0.0f) {
     Result out;
     const size_t n = s.wrapped.size();
     out.u.resize(n);
@@ -32,7 +32,7 @@ Result unwrap_scene(const SynthScene& s, const UnwrapParams& p, int64_t tile) {
     for (size_t i = 0; i < n; ++i) {
         const bool ok = std::isfinite(s.wrapped[i]) && s.coherence[i] > 0.0f;
         out.u[i] = ok ? s.wrapped[i] : 0.0f;
-        flags[i] = ok ? 0 : kInvalid;
+        flags[i] = ok ? (s.coherence[i] < min_coherence ? kLowCoherence : 0) : kInvalid;
     }
     RegionArrays a{s.rows, s.cols, Window{0, 0, s.rows, s.cols}, out.u.data(), flags.data(), out.label.data(),
                    out.k.data()};
@@ -112,6 +112,33 @@ TEST_P(SynthCase, LabelsOrderedBySizeAndRootsHaveZeroCycles) {
 
 INSTANTIATE_TEST_SUITE_P(AllCases, SynthCase, ::testing::Values("bowl", "topo", "holes", "fringes"));
 
+// --min-coherence: decorrelated pixels still give their residues but are not integrated
+// through: NaN, label 0, and the result stays tile-size invariant.
+TEST(UnwrapRegion, LowCoherencePixelsAreNotIntegratedThrough) {
+    const SynthScene s = make_scene("holes", 300, 280, 2);
+    UnwrapParams p;
+    p.min_component_size = 1;
+    const Result ref = unwrap_scene(s, p, 1 << 20, 0.2f);
+    int64_t low = 0;
+    for (size_t i = 0; i < s.coherence.size(); ++i)
+        if (std::isfinite(s.wrapped[i]) && s.coherence[i] > 0.0f && s.coherence[i] < 0.2f) {
+            ++low;
+            ASSERT_TRUE(std::isnan(ref.u[i])) << "pixel " << i;
+            ASSERT_EQ(ref.label[i], 0u);
+        } else if (std::isfinite(s.wrapped[i])) {
+            ASSERT_FALSE(std::isnan(ref.u[i])) << "pixel " << i;
+            ASSERT_NE(ref.label[i], 0u) << "pixel " << i;
+        }
+    ASSERT_GT(low, 0) << "the holes scene should have decorrelated pixels";
+    EXPECT_EQ(ref.stats.conflicts, 0);
+    for (int64_t t : {33, 100}) {
+        const Result r = unwrap_scene(s, p, t, 0.2f);
+        EXPECT_EQ(r.k, ref.k) << "tile " << t;
+        EXPECT_EQ(r.label, ref.label) << "tile " << t;
+        EXPECT_TRUE(same_bits(r.u, ref.u)) << "tile " << t;
+    }
+}
+
 TEST(UnwrapRegion, ReferencePixelGetsZeroCycles) {
     const SynthScene s = make_scene("bowl", 128, 128, 5);
     UnwrapParams p;
@@ -147,11 +174,14 @@ TEST_P(Accuracy512, FractionCorrectPerComponent) {
     const Floor f = GetParam();
     const SynthScene s = make_scene(f.name, f.size, f.size, 1);
     UnwrapParams p;
-    int64_t tile = 512;
-    tile = 128;
-    const Result r = unwrap_scene(s, p, tile);
+    // As the benchmark runs it: decorrelated pixels (coherence < 0.2) are not integrated
+    // through, and leave the score (no unwrapper can get pure noise right).
+    const Result r = unwrap_scene(s, p, 128, 0.2f);
     EXPECT_EQ(r.stats.conflicts, 0);
-    const tessera::Accuracy acc = fraction_correct(r.u, s.truth, r.label);
+    std::vector<float> truth = s.truth;
+    for (size_t i = 0; i < truth.size(); ++i)
+        if (!(s.coherence[i] >= 0.2f)) truth[i] = NAN;
+    const tessera::Accuracy acc = fraction_correct(r.u, truth, r.label);
     RecordProperty("fraction_correct", std::to_string(acc.fraction()));
     std::printf("[ accuracy ] %s %lldx%lld: %.6f (%lld residues)\n", f.name.c_str(), static_cast<long long>(f.size),
                 static_cast<long long>(f.size), acc.fraction(), static_cast<long long>(r.stats.residues));
@@ -160,7 +190,7 @@ TEST_P(Accuracy512, FractionCorrectPerComponent) {
 
 INSTANTIATE_TEST_SUITE_P(Synth, Accuracy512,
                          ::testing::Values(Floor{"bowl", 512, 0.9999}, Floor{"topo", 512, 0.9998},
-                                           Floor{"holes", 512, 0.98}, Floor{"fringes", 512, 0.9999}),
+                                           Floor{"holes", 512, 0.9994}, Floor{"fringes", 512, 0.9999}),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

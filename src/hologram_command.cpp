@@ -1,0 +1,296 @@
+// `tessera hologram IN... OUT` (issue items 1 and 4); see hologram_command.h.
+#include "src/hologram_command.h"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+
+#include "io/geotiff_writer.h"
+#include "io/input_error.h"
+#include "io/output_path.h"
+#include "src/batch.h"
+
+namespace tessera {
+
+namespace {
+
+std::string size_text(int64_t rows, int64_t cols) {
+    return std::to_string(cols) + "x" + std::to_string(rows) + " (cols x rows)";
+}
+
+// At most this many frame sizes keep a plan (a batch normally has one size).
+constexpr size_t kMaxPlans = 4;
+
+}  // namespace
+
+RasterInfo read_hologram(const std::string& path, int band, std::vector<float>& intensity) {
+    RasterReader in(path, band);
+    const RasterInfo& info = in.info();
+    if (info.is_complex)
+        throw InputError(path, "complex raster (" + info.data_type +
+                                   "): a hologram is a real intensity image; unwrap a complex field with "
+                                   "`tessera unwrap`");
+    if (info.rows < 2 || info.cols < 2)
+        throw InputError(path, "image is " + size_text(info.rows, info.cols) + "; at least 2x2 is needed");
+    intensity.resize(static_cast<size_t>(info.rows * info.cols));
+    in.read_float(Window{0, 0, info.rows, info.cols}, intensity.data(), info.cols);
+    return info;
+}
+
+SidebandWindow parse_window(const std::string& name) {
+    if (name == "circular") return SidebandWindow::kCircular;
+    if (name == "hann") return SidebandWindow::kHann;
+    throw InputError::everywhere("--window " + name + ": expected circular or hann");
+}
+
+HologramDemodulator::HologramDemodulator(const HologramParams& params, const std::string& reference, int band)
+    : params_(params), reference_(reference), band_(band) {
+    if (reference_.empty()) return;
+    ref_info_ = read_hologram(reference_, band_, intensity_);
+    HologramPlan& plan = plan_for(ref_info_.rows, ref_info_.cols);
+    try {
+        // One carrier for the reference and every frame: the division then also removes
+        // the residual (sub-bin) carrier tilt.
+        if (!params_.carrier) {
+            const CarrierPeak c = detect_carrier(plan, intensity_.data(), params_);
+            params_.carrier = std::pair<int64_t, int64_t>{c.row, c.col};
+        }
+        demodulate(plan, params_, intensity_.data(), plan.field());
+    } catch (const std::invalid_argument& e) {
+        throw InputError(reference_, e.what());
+    }
+    ref_field_.assign(plan.field(), plan.field() + ref_info_.rows * ref_info_.cols);
+}
+
+HologramPlan& HologramDemodulator::plan_for(int64_t rows, int64_t cols) {
+    const auto key = std::make_pair(rows, cols);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return *it->second;
+    if (plans_.size() >= kMaxPlans) plans_.clear();
+    return *plans_.emplace(key, std::make_unique<HologramPlan>(rows, cols)).first->second;
+}
+
+void HologramDemodulator::check(const std::string& path, const RasterInfo& info) const {
+    const int64_t H = info.rows, W = info.cols;
+    if (info.is_complex)
+        throw InputError(path, "complex raster (" + info.data_type + "): a hologram is a real intensity image");
+    if (H < 2 || W < 2) throw InputError(path, "image is " + size_text(H, W) + "; at least 2x2 is needed");
+    if (!reference_.empty() && (H != ref_info_.rows || W != ref_info_.cols))
+        throw InputError(path, "size " + size_text(H, W) + " differs from the reference hologram's " +
+                                   size_text(ref_info_.rows, ref_info_.cols) + " (" + reference_ + ")");
+    if (params_.carrier && (params_.carrier->first < 0 || params_.carrier->first >= H ||
+                            params_.carrier->second < 0 || params_.carrier->second >= W))
+        throw InputError(path, "carrier (row " + std::to_string(params_.carrier->first) + ", col " +
+                                   std::to_string(params_.carrier->second) + ") is outside the image's " +
+                                   size_text(H, W) + " spectrum");
+}
+
+void HologramDemodulator::run(const std::string& path, Frame& out, bool want_amplitude) {
+    out.info = read_hologram(path, band_, intensity_);
+    const int64_t H = out.info.rows, W = out.info.cols, n = H * W;
+    check(path, out.info);
+    HologramPlan& plan = plan_for(H, W);
+    try {
+        out.carrier = demodulate(plan, params_, intensity_.data(), plan.field());
+    } catch (const std::invalid_argument& e) {
+        throw InputError(path, e.what());
+    }
+    out.filter_radius = filter_radius(params_, H, W, out.carrier);
+    if (!ref_field_.empty()) divide_by_reference(plan.field(), ref_field_.data(), n);
+    out.phase.resize(static_cast<size_t>(n));
+    wrapped_phase(plan.field(), out.phase.data(), n);
+    if (want_amplitude) {
+        out.amplitude.resize(static_cast<size_t>(n));
+        field_amplitude(plan.field(), out.amplitude.data(), n);
+    } else {
+        out.amplitude.clear();
+    }
+}
+
+std::vector<std::pair<std::string, std::string>> hologram_outputs(const std::vector<std::string>& inputs,
+                                                                  const std::string& output) {
+    std::vector<std::pair<std::string, std::string>> r;
+    const auto phase = batch_outputs(inputs, output, "_phase.tif");
+    const auto amp = batch_outputs(inputs, output, "_amplitude.tif");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        std::string a = amp[i];
+        if (a == output) {  // one input written to the file OUT: OUT's stem + _amplitude.tif
+            const std::filesystem::path p(output);
+            a = (p.parent_path() / (p.stem().string() + "_amplitude.tif")).string();
+        }
+        r.emplace_back(phase[i], a);
+    }
+    return r;
+}
+
+HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    int rank = 0, P = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &P);
+
+    const std::vector<std::string> inputs = expand_inputs(opt.inputs);
+    const auto outs = hologram_outputs(inputs, opt.output);
+    const auto N = static_cast<int64_t>(inputs.size());
+    const bool dir_mode = N > 1 || std::filesystem::is_directory(opt.output);
+    if (dir_mode) prepare_output_directory(comm, opt.output);
+
+    // Checks before any work: the reference (every rank reads it), each rank's own frames.
+    std::unique_ptr<HologramDemodulator> demod;
+    {
+        int64_t bad = -1;
+        std::string msg;
+        try {
+            if (!dir_mode && rank == 0) check_output_directory(opt.output);
+            if (opt.band < 1) throw InputError::everywhere("--band must be at least 1");
+            demod = std::make_unique<HologramDemodulator>(opt.params, opt.reference, opt.band);
+        } catch (const InputError& e) {
+            bad = 0;
+            msg = e.what();
+        }
+        for (int64_t i = rank; bad < 0 && i < N; i += P) {
+            try {
+                RasterReader r(inputs[static_cast<size_t>(i)], opt.band);
+                demod->check(r.path(), r.info());
+            } catch (const InputError& e) {
+                bad = i + 1;
+                msg = e.what();
+            }
+        }
+        agree_on_first_error(comm, bad, msg);
+    }
+
+    // The frames, round-robin over the ranks.
+    std::vector<double> rec(static_cast<size_t>(N) * 7, 0.0);  // rows cols crow ccol |F| radius seconds
+    int64_t first_failed = -1, failed = 0;
+    std::string first_msg;
+    HologramDemodulator::Frame f;
+    for (int64_t i = rank; i < N; i += P) {
+        const auto tf = clock::now();
+        const std::string& in = inputs[static_cast<size_t>(i)];
+        try {
+            demod->run(in, f, opt.save_field);
+            GeoRef geo;
+            geo.has_geotransform = f.info.has_geotransform;
+            geo.geotransform = f.info.geotransform;
+            geo.projection_wkt = f.info.projection_wkt;
+            geo.compress = opt.compress;
+            write_geotiff_f32(outs[static_cast<size_t>(i)].first, f.info.rows, f.info.cols, f.phase.data(), geo,
+                              std::nullopt);
+            if (opt.save_field)
+                write_geotiff_f32(outs[static_cast<size_t>(i)].second, f.info.rows, f.info.cols, f.amplitude.data(),
+                                  geo, std::nullopt);
+        } catch (const InputError& e) {
+            if (N > 1) std::fprintf(stderr, "tessera: frame %lld failed: %s\n", static_cast<long long>(i), e.what());
+            if (first_failed < 0) {
+                first_failed = i;
+                first_msg = e.what();
+            }
+            ++failed;
+            continue;
+        }
+        double* r = &rec[static_cast<size_t>(i) * 7];
+        r[0] = static_cast<double>(f.info.rows);
+        r[1] = static_cast<double>(f.info.cols);
+        r[2] = static_cast<double>(f.carrier.row);
+        r[3] = static_cast<double>(f.carrier.col);
+        r[4] = f.carrier.magnitude;
+        r[5] = f.filter_radius;
+        r[6] = std::chrono::duration<double>(clock::now() - tf).count();
+    }
+    int64_t total_failed = 0;
+    MPI_Allreduce(&failed, &total_failed, 1, MPI_INT64_T, MPI_SUM, comm);
+    if (total_failed > 0) {
+        const std::string line = total_failed == 1 ? first_msg
+                                                    : std::to_string(total_failed) + " of " + std::to_string(N) +
+                                                          " frames failed; the first: " + first_msg;
+        agree_on_first_error(comm, first_failed, line);
+    }
+    HologramRunReport rep;
+    rep.ranks = P;
+    std::vector<double> all(rec.size(), 0.0);
+    MPI_Reduce(rec.data(), all.data(), static_cast<int>(rec.size()), MPI_DOUBLE, MPI_SUM, 0, comm);
+    double wall = std::chrono::duration<double>(clock::now() - t0).count();
+    MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, comm);
+    rep.total_seconds = wall;
+    for (int64_t i = 0; i < N; ++i) {
+        const double* r = &all[static_cast<size_t>(i) * 7];
+        HologramFrameReport fr;
+        fr.input = inputs[static_cast<size_t>(i)];
+        fr.output = outs[static_cast<size_t>(i)].first;
+        fr.rows = static_cast<int64_t>(r[0]);
+        fr.cols = static_cast<int64_t>(r[1]);
+        fr.carrier = CarrierPeak{static_cast<int64_t>(r[2]), static_cast<int64_t>(r[3]), r[4]};
+        fr.filter_radius = r[5];
+        fr.seconds = r[6];
+        rep.frames.push_back(fr);
+    }
+    return rep;
+}
+
+namespace {
+
+struct HologramCli {
+    HologramRunOptions opt;
+    std::vector<int64_t> carrier;
+    std::string window = "circular";
+};
+
+HologramCli& cli_state() {
+    static HologramCli s;
+    return s;
+}
+
+}  // namespace
+
+CLI::App* add_hologram_command(CLI::App& app) {
+    HologramCli& s = cli_state();
+    auto* h = app.add_subcommand("hologram",
+                                 "off-axis hologram(s) (real intensity, any GDAL raster) -> wrapped phase GeoTIFF(s)");
+    h->add_option("IN", s.opt.inputs, "hologram rasters and/or glob patterns (quote them: 'frames/*.tif')")
+        ->required();
+    h->add_option("OUT", s.opt.output,
+                  "output GeoTIFF (one input) or directory (several: <stem>_phase.tif each, created if missing)")
+        ->required();
+    h->add_option("--carrier", s.carrier,
+                  "ROW COL of the +1 order in the centred (fft-shifted) spectrum (default: detected)")
+        ->expected(2);
+    h->add_option("--dc-radius", s.opt.params.dc_exclusion,
+                  "bins around the zero frequency never taken as the carrier (default min(rows,cols)/16)");
+    h->add_option("--filter-radius", s.opt.params.filter_radius,
+                  "sideband filter radius in bins (default: a third of the carrier's distance from zero)");
+    h->add_option("--window", s.window, "sideband filter: circular | hann")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"circular", "hann"}));
+    h->add_option("--reference", s.opt.reference,
+                  "hologram recorded without the sample: its field is divided out (aberrations, carrier tilt)");
+    h->add_option("--band", s.opt.band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
+    h->add_flag("--save-field", s.opt.save_field, "also write the field amplitude (<stem>_amplitude.tif)");
+    h->add_flag("--compress", s.opt.compress, "DEFLATE the output GeoTIFFs");
+    h->add_flag("-q,--quiet", s.opt.quiet, "no report");
+    return h;
+}
+
+void run_hologram_command() {
+    HologramCli& s = cli_state();
+    if (!s.carrier.empty()) s.opt.params.carrier = std::pair<int64_t, int64_t>{s.carrier[0], s.carrier[1]};
+    s.opt.params.window = parse_window(s.window);
+    const HologramRunReport rep = run_hologram(s.opt, MPI_COMM_WORLD);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (s.opt.quiet || rank != 0) return;
+    const auto n = static_cast<double>(rep.frames.size());
+    std::printf("tessera hologram: %zu frame(s) on %d rank(s), %s window, %.3f s, %.2f frames/s\n",
+                rep.frames.size(), rep.ranks, s.window.c_str(), rep.total_seconds, n / rep.total_seconds);
+    for (const HologramFrameReport& f : rep.frames)
+        std::printf("  %s -> %s: %lldx%lld, carrier (row %lld, col %lld) |F| %.4g, filter radius %.1f, %.3f s\n",
+                    f.input.c_str(), f.output.c_str(), static_cast<long long>(f.cols), static_cast<long long>(f.rows),
+                    static_cast<long long>(f.carrier.row), static_cast<long long>(f.carrier.col), f.carrier.magnitude,
+                    f.filter_radius, f.seconds);
+}
+
+}  // namespace tessera
