@@ -22,9 +22,10 @@ void rasterise_cuts(const RegionArrays& a, const Window& tile, std::span<const C
                     std::span<const int32_t> which);
 
 // Weighted union-find over the tile's unblocked edges; nodes (tile.size() words, row-major
-// in the tile) end flattened: every pixel -> (tile-local root, k relative to it).
+// in the tile) end flattened: every pixel -> (tile-local root, k relative to it), and
+// counts[root] = the root's reliable pixels (tile.size() entries, others 0).
 // Returns the number of conflicts (must be 0).
-int64_t tile_union_find(const RegionArrays& a, const Window& tile, uint64_t* nodes);
+int64_t tile_union_find(const RegionArrays& a, const Window& tile, uint64_t* nodes, uint32_t* counts);
 
 // Final pixel pass: root_rec maps a tile-local root to (offset K, label); writes cycles
 // (if present), label and u = phi + 2 pi k into phase (NaN at invalid pixels).

@@ -83,14 +83,9 @@ RegionComponents Region::union_find() {
     for (int64_t i = 0; i < T; ++i) {
         const Window w = grid_.window(tiles_[i]);
         uint64_t* nd = nodes_.data() + node_off_[i];
-        conflicts += tile_union_find(a_, w, nd);
-        // The tile's components: roots ascending, with their valid-pixel counts.
-        std::vector<uint32_t> count(static_cast<size_t>(w.size()), 0);
-        for (int64_t y = 0; y < w.rows; ++y) {
-            const uint8_t* f = a_.flags + a_.index(w.row0 + y, w.col0);
-            for (int64_t x = 0; x < w.cols; ++x)
-                if (!(f[x] & kUnreliable)) ++count[uf::parent(nd[y * w.cols + x])];
-        }
+        // The tile's components: roots ascending, with their reliable-pixel counts.
+        std::vector<uint32_t> count(static_cast<size_t>(w.size()));
+        conflicts += tile_union_find(a_, w, nd, count.data());
         for (int64_t l = 0; l < w.size(); ++l)
             if (count[static_cast<size_t>(l)] > 0)
                 tile_recs_[i].push_back({(w.row0 + l / w.cols) * a_.W + w.col0 + l % w.cols, count[static_cast<size_t>(l)]});

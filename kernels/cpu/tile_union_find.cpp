@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -6,7 +7,7 @@
 
 namespace tessera::cpu {
 
-int64_t tile_union_find(const RegionArrays& a, const Window& tile, uint64_t* nodes) {
+int64_t tile_union_find(const RegionArrays& a, const Window& tile, uint64_t* nodes, uint32_t* counts) {
     int64_t conflicts = 0;
     const int64_t cols = tile.cols;
     for (int64_t i = 0; i < tile.rows; ++i) {
@@ -48,7 +49,21 @@ int64_t tile_union_find(const RegionArrays& a, const Window& tile, uint64_t* nod
             }
         }
     }
-    uf::flatten(nodes, static_cast<uint32_t>(tile.size()));
+    // Flatten (every parent index is below its child's) and count, in one pass.
+    std::fill(counts, counts + tile.size(), 0u);
+    for (int64_t i = 0; i < tile.rows; ++i) {
+        const uint8_t* f = a.flags + a.index(tile.row0 + i, tile.col0);
+        uint64_t* row = nodes + i * cols;
+        for (int64_t j = 0; j < cols; ++j) {
+            const uint64_t w = row[j];
+            const uint32_t p = uf::parent(w);
+            if (p != static_cast<uint32_t>(i * cols + j)) {
+                const uint64_t pw = nodes[p];
+                row[j] = uf::pack(uf::parent(pw), uf::potential(w) + uf::potential(pw));
+            }
+            counts[uf::parent(row[j])] += !(f[j] & kUnreliable);
+        }
+    }
     return conflicts;
 }
 

@@ -21,6 +21,14 @@ int device_count() {
     return n;
 }
 
+int select_device(int local_rank) {
+    const int n = device_count();
+    if (n == 0) return -1;
+    const int d = (local_rank % n + n) % n;
+    check(cudaSetDevice(d), "cudaSetDevice");
+    return d;
+}
+
 namespace {
 
 template <class T>

@@ -23,6 +23,11 @@ namespace tessera::cuda {
 // Number of visible CUDA devices; 0 (not an error) without a GPU or a driver.
 int device_count();
 
+// Makes device `local_rank % device_count()` current for the calling process, for one GPU
+// per rank on a multi-GPU host (the Region uses the current device). Returns the device
+// chosen, or -1 when there is none. Throws std::runtime_error if cudaSetDevice fails.
+int select_device(int local_rank);
+
 class Region {
 public:
     // `own` is a union of whole tiles of `grid`; `a` covers it plus the halo. Uploads the

@@ -55,13 +55,13 @@ struct HologramSpec {
     double noise = 0.2;                       // intensity noise sigma (mean intensity 2)
     double aberration = 0;                    // quadratic phase of the reference beam, rad at the corners
     bool object = true;                       // false: a reference hologram (no sample, O = 1)
-    double illumination = 0;                  // strength of a smooth illumination envelope
+    double parasitic = 0;                     // amplitude of parasitic fringes, 8 cycles along the rows
     uint64_t seed = 1;
 };
 
 // Reference R = exp(-i (2 pi (fx c + fy r) + aberration)), object O = a exp(i phi) with a
 // smooth amplitude a in [0.9, 1.1] and phi a Gaussian bump of `bump` radians.
-// I = env * |R + O|^2 + noise. The +1 order (column frequency > 0) holds R* O.
+// I = |R + O|^2 (+ parasitic low-frequency fringes) + noise. The +1 order (column frequency > 0) holds R* O.
 SynthHologram make_hologram(const HologramSpec& s) {
     SynthHologram h;
     h.H = s.H;
@@ -88,9 +88,9 @@ SynthHologram make_hologram(const HologramSpec& s) {
             const std::complex<double> R = std::polar(1.0, -(2 * kPi * (s.fx * static_cast<double>(c) +
                                                                            s.fy * static_cast<double>(r)) + ab));
             const std::complex<double> O = std::polar(amp, phi);
-            const double env = 1.0 + s.illumination * std::exp(-(qr * qr + qc * qc) / (2 * 0.3 * corner2));
+            const double low = s.parasitic * std::cos(2 * kPi * 8.0 * static_cast<double>(r) / static_cast<double>(s.H));
             h.phase[i] = phi;
-            h.intensity[i] = static_cast<float>(env * std::norm(R + O) + s.noise * g.next());
+            h.intensity[i] = static_cast<float>(std::norm(R + O) + low + s.noise * g.next());
         }
     return h;
 }
@@ -133,21 +133,28 @@ Demodulated run(HologramPlan& plan, const HologramParams& p, const std::vector<f
     return d;
 }
 
-// --- accuracy: measured RMS (2026, this machine) and the asserted thresholds ------------
+// --- accuracy: measured RMS (this machine, FFTW 3.3.10) and the asserted thresholds -----
 // 256x256, carrier (46, 56) bins = (0.180, 0.219) cycles/pixel, bump 3 rad (sigma 32 px),
-// amplitude 0.9-1.1, noise sigma 0.2 (10 % of the mean intensity), interior = border of
-// 16 px (~ the default filter radius, 24 bins) dropped:
-//   circular window: RMS 0.0152 rad -> asserted < 0.02
-//   Hann window:     RMS 0.0108 rad -> asserted < 0.015
+// amplitude 0.9-1.1, noise sigma 0.2 (10 % of the mean intensity), interior = a border of
+// 16 px (~ the default filter radius, 24.2 bins) dropped:
+//   circular window, noise 0.2: RMS 0.0242 rad -> asserted < 0.027 (the noise floor:
+//       0.2 * sqrt(disc area / frame area) / sqrt(2) = 0.024 rad)
+//   Hann window,     noise 0.2: RMS 0.0116 rad -> asserted < 0.013 (half the noise bandwidth)
+//   circular window, no noise:  RMS 0.00003 rad -> asserted < 0.0001 (float rounding only)
+//   Hann window,     no noise:  RMS 0.0073 rad -> asserted < 0.008 (the taper's bias on the
+//       object's own spectrum: Hann trades a small bias for half the noise)
 struct WindowCase {
     SidebandWindow window;
     double max_rms;
+    double noise = 0.2;
 };
 
 class HologramAccuracy : public ::testing::TestWithParam<WindowCase> {};
 
 TEST_P(HologramAccuracy, RecoversTheBumpOnAWholeBinCarrier) {
-    const SynthHologram h = make_hologram({});
+    HologramSpec s;
+    s.noise = GetParam().noise;
+    const SynthHologram h = make_hologram(s);
     HologramPlan plan(h.H, h.W);
     HologramParams p;
     p.window = GetParam().window;
@@ -156,8 +163,9 @@ TEST_P(HologramAccuracy, RecoversTheBumpOnAWholeBinCarrier) {
     EXPECT_EQ(d.carrier.col, 128 + 56);
     const double rms = phase_rms(d.phase, h, 16);
     RecordProperty("rms_rad", std::to_string(rms));
-    std::printf("[ measured ] window %s: phase RMS %.4f rad (threshold %.3f)\n",
-                GetParam().window == SidebandWindow::kHann ? "hann" : "circular", rms, GetParam().max_rms);
+    std::printf("[ measured ] window %s, noise %.1f: phase RMS %.5f rad (threshold %.4f)\n",
+                GetParam().window == SidebandWindow::kHann ? "hann" : "circular", GetParam().noise, rms,
+                GetParam().max_rms);
     EXPECT_LT(rms, GetParam().max_rms);
     // Unit-ish amplitude: |field| = |R||O| in [0.9, 1.1] (interior median within 5 %).
     std::vector<float> a;
@@ -168,12 +176,15 @@ TEST_P(HologramAccuracy, RecoversTheBumpOnAWholeBinCarrier) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Windows, HologramAccuracy,
-                         ::testing::Values(WindowCase{SidebandWindow::kCircular, 0.02},
-                                           WindowCase{SidebandWindow::kHann, 0.015}));
+                         ::testing::Values(WindowCase{SidebandWindow::kCircular, 0.027},
+                                           WindowCase{SidebandWindow::kHann, 0.013},
+                                           WindowCase{SidebandWindow::kCircular, 0.0001, 0.0},
+                                           WindowCase{SidebandWindow::kHann, 0.008, 0.0}));
 
 // The carrier of the issue, (0.18, 0.22) cycles/pixel, falls between bins (46.08, 56.32):
 // the whole-bin shift leaves the known tilt (0.08/256, 0.32/256) cycles/pixel; with it
-// removed: measured RMS 0.0251 rad (circular) -> asserted < 0.035.
+// removed: measured RMS 0.0263 rad (circular, noise 0.2) -> asserted < 0.029 (0.52 rad
+// with the tilt left in).
 TEST(Hologram, RecoversTheBumpOnACarrierBetweenBins) {
     HologramSpec s;
     s.fy = 0.18;
@@ -185,13 +196,13 @@ TEST(Hologram, RecoversTheBumpOnACarrierBetweenBins) {
     ASSERT_EQ(d.carrier.col, 128 + 56);
     const double ty = s.fy - 46.0 / 256, tx = s.fx - 56.0 / 256;
     const double rms = phase_rms(d.phase, h, 16, ty, tx);
-    std::printf("[ measured ] carrier between bins: phase RMS %.4f rad after removing the tilt (threshold 0.035); "
+    std::printf("[ measured ] carrier between bins: phase RMS %.4f rad after removing the tilt (threshold 0.029); "
                 "%.3f rad with the tilt left in\n", rms, phase_rms(d.phase, h, 16));
-    EXPECT_LT(rms, 0.035);
+    EXPECT_LT(rms, 0.029);
 }
 
 // A rectangular frame of odd height: rows and columns are not mixed up anywhere.
-// Measured RMS 0.0195 rad -> asserted < 0.025.
+// Measured RMS 0.0261 rad (noise 0.2) -> asserted < 0.029.
 TEST(Hologram, RectangularOddFrame) {
     HologramSpec s;
     s.H = 181;
@@ -204,8 +215,8 @@ TEST(Hologram, RectangularOddFrame) {
     EXPECT_EQ(d.carrier.row, 181 / 2 + 36);
     EXPECT_EQ(d.carrier.col, 120 + 53);
     const double rms = phase_rms(d.phase, h, 16);
-    std::printf("[ measured ] 181x240 frame: phase RMS %.4f rad (threshold 0.025)\n", rms);
-    EXPECT_LT(rms, 0.025);
+    std::printf("[ measured ] 181x240 frame: phase RMS %.4f rad (threshold 0.029)\n", rms);
+    EXPECT_LT(rms, 0.029);
 }
 
 TEST(Hologram, AutomaticCarrierEqualsTheGivenOne) {
@@ -233,21 +244,21 @@ TEST(Hologram, AutomaticCarrierEqualsTheGivenOne) {
     EXPECT_LT(worst, 1e-4);
 }
 
-// A strong illumination envelope puts large magnitudes next to the zero frequency; the
-// DC exclusion (default min(rows, cols)/16 = 16 bins) keeps them out of the search.
+// Parasitic fringes (8 cycles per frame, 1.5x the carrier's magnitude) near the zero
+// frequency; the DC exclusion (default min(rows, cols)/16 = 16 bins) keeps them out.
 TEST(Hologram, DcExclusionKeepsLowFrequenciesOut) {
     HologramSpec s;
-    s.illumination = 3.0;
+    s.parasitic = 3.0;
     const SynthHologram h = make_hologram(s);
     HologramPlan plan(h.H, h.W);
     const CarrierPeak c = detect_carrier(plan, h.intensity.data(), HologramParams{});
     EXPECT_EQ(c.row, 128 + 46);
     EXPECT_EQ(c.col, 128 + 56);
     HologramParams tiny;
-    tiny.dc_exclusion = 1.0;
+    tiny.dc_exclusion = 4.0;
     const CarrierPeak wrong = find_carrier(plan, tiny.dc_exclusion);
-    EXPECT_LT(std::hypot(static_cast<double>(wrong.row - 128), static_cast<double>(wrong.col - 128)), 16.0)
-        << "without the exclusion the envelope's low frequencies win: the test would not test anything";
+    EXPECT_EQ(wrong.row, 128 + 8) << "with a small exclusion the parasitic fringes must win, else this tests nothing";
+    EXPECT_EQ(wrong.col, 128);
     HologramParams all;
     all.dc_exclusion = 1000;
     EXPECT_THROW(find_carrier(plan, all.dc_exclusion), std::invalid_argument);
@@ -269,9 +280,9 @@ TEST(Hologram, CentreColumnCarrierTakesPositiveRowFrequency) {
 }
 
 // The reference beam carries a quadratic aberration (8 rad at the corners). Dividing by
-// the field of a reference hologram (no sample) removes it. Measured: RMS 1.94 rad
-// without the division, 0.0213 rad with it (noise in both holograms) -> asserted < 0.03
-// with, > 1 without. The carrier is taken from the reference hologram.
+// the field of a reference hologram (no sample) removes it. Measured: RMS 1.575 rad
+// without the division, 0.0331 rad with it (sqrt(2) x the noise floor: both holograms are
+// noisy) -> asserted < 0.037 with, > 1 without. The carrier is taken from the reference hologram.
 TEST(Hologram, ReferenceDivisionRemovesAnAberration) {
     HologramSpec s;
     s.aberration = 8.0;
@@ -290,10 +301,10 @@ TEST(Hologram, ReferenceDivisionRemovesAnAberration) {
     divide_by_reference(o.field.data(), rf.field.data(), static_cast<int64_t>(o.field.size()));
     wrapped_phase(o.field.data(), o.phase.data(), static_cast<int64_t>(o.phase.size()));
     const double after = phase_rms(o.phase, obj, 16);
-    std::printf("[ measured ] aberrated reference: RMS %.3f rad without division, %.4f rad with (threshold 0.03)\n",
+    std::printf("[ measured ] aberrated reference: RMS %.3f rad without division, %.4f rad with (threshold 0.037)\n",
                 before, after);
     EXPECT_GT(before, 1.0);
-    EXPECT_LT(after, 0.03);
+    EXPECT_LT(after, 0.037);
 }
 
 // Plans and buffers are reused across frames: a frame gives the same bits whether it is

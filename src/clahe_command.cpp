@@ -1,0 +1,343 @@
+// `tessera clahe` (src/clahe_command.h).
+#include "src/clahe_command.h"
+
+#include <cpl_error.h>
+#include <cpl_string.h>
+#include <gdal_priv.h>
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "io/input_error.h"
+#include "io/output_path.h"
+#include "io/raster_reader.h"
+#include "partition/comm.h"
+#include "src/background_command.h"
+#include "src/quicklook.h"
+
+namespace tessera {
+
+namespace {
+
+class QuietGdal {
+public:
+    QuietGdal() { CPLPushErrorHandlerEx(&QuietGdal::handler, this); }
+    ~QuietGdal() { CPLPopErrorHandler(); }
+    QuietGdal(const QuietGdal&) = delete;
+    QuietGdal& operator=(const QuietGdal&) = delete;
+    const std::string& message() const { return first_; }
+
+private:
+    static void CPL_STDCALL handler(CPLErr cls, CPLErrorNum, const char* msg) {
+        auto* self = static_cast<QuietGdal*>(CPLGetErrorHandlerUserData());
+        if (self == nullptr || cls < CE_Failure) return;
+        if (self->failures_++ == 0 && msg != nullptr) self->first_ = msg;
+    }
+    int failures_ = 0;
+    std::string first_;
+};
+
+constexpr int kTag = 7331;
+
+// Rank 0 gets every rank's row band in rank order, in messages of at most 64 MiB, and
+// passes them to sink(row0, rows, data); the other ranks send theirs. An exception in
+// sink is remembered and the rest is still received (so no rank waits forever); the
+// outcome is agreed on: InputError::everywhere when rank 0 failed.
+void stream_bands_to_root(MPI_Comm comm, int64_t H, int64_t W, const void* own_data, size_t px_bytes,
+                          const std::function<void(int64_t, int64_t, const void*)>& sink, const std::string& out) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    const int64_t row_bytes = W * static_cast<int64_t>(px_bytes);
+    const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{64} << 20) / std::max<int64_t>(row_bytes, 1));
+    std::string err;
+    if (rank == 0) {
+        auto guarded = [&](int64_t r0, int64_t n, const void* d) {
+            if (!err.empty() || n == 0) return;
+            try {
+                sink(r0, n, d);
+            } catch (const std::exception& e) {
+                err = e.what();
+            }
+        };
+        guarded(0, H / size, own_data);
+        std::vector<uint8_t> buf;
+        for (int s = 1; s < size; ++s) {
+            const int64_t b0 = H * s / size, b1 = H * (s + 1) / size;
+            for (int64_t r = b0; r < b1; r += chunk_rows) {
+                const int64_t n = std::min(chunk_rows, b1 - r);
+                buf.resize(static_cast<size_t>(n * row_bytes));
+                MPI_Recv(buf.data(), static_cast<int>(n * row_bytes), MPI_BYTE, s, kTag, comm, MPI_STATUS_IGNORE);
+                guarded(r, n, buf.data());
+            }
+        }
+    } else {
+        const int64_t b0 = H * rank / size, b1 = H * (rank + 1) / size;
+        const auto* p = static_cast<const uint8_t*>(own_data);
+        for (int64_t r = b0; r < b1; r += chunk_rows) {
+            const int64_t n = std::min(chunk_rows, b1 - r);
+            MPI_Send(p + (r - b0) * row_bytes, static_cast<int>(n * row_bytes), MPI_BYTE, 0, kTag, comm);
+        }
+    }
+    int64_t failed = err.empty() ? 0 : 1;
+    MPI_Bcast(&failed, 1, MPI_INT64_T, 0, comm);
+    if (failed) throw InputError::everywhere(rank == 0 ? err : out + ": output failed");
+}
+
+// A tiled, compressed GeoTIFF written by rows (rank 0).
+class TiffSink {
+public:
+    TiffSink(const std::string& path, int64_t H, int64_t W, int bits, const GeoRef& geo)
+        : path_(path), tmp_(path + ".tmp"), H_(H), W_(W), type_(bits == 8 ? GDT_Byte : GDT_UInt16) {
+        GDALAllRegister();
+        std::remove(tmp_.c_str());
+        QuietGdal quiet;
+        GDALDriver* drv = GetGDALDriverManager()->GetDriverByName("GTiff");
+        if (drv == nullptr) fail("GDAL has no GTiff driver", quiet);
+        CPLStringList o;
+        o.SetNameValue("TILED", "YES");
+        o.SetNameValue("BLOCKXSIZE", "256");
+        o.SetNameValue("BLOCKYSIZE", "256");
+        o.SetNameValue("COMPRESS", "DEFLATE");
+        o.SetNameValue("PREDICTOR", "2");
+        o.SetNameValue("BIGTIFF", "IF_SAFER");
+        ds_.reset(drv->Create(tmp_.c_str(), static_cast<int>(W), static_cast<int>(H), 1, type_, o.List()));
+        if (!ds_) fail("cannot create " + tmp_, quiet);
+        if (geo.has_geotransform) {
+            double gt[6];
+            std::copy(geo.geotransform.begin(), geo.geotransform.end(), gt);
+            ds_->SetGeoTransform(gt);
+        }
+        if (!geo.projection_wkt.empty()) ds_->SetProjection(geo.projection_wkt.c_str());
+    }
+    ~TiffSink() {
+        if (!done_) {
+            QuietGdal quiet;
+            ds_.reset();
+            std::remove(tmp_.c_str());
+        }
+    }
+    TiffSink(const TiffSink&) = delete;
+    TiffSink& operator=(const TiffSink&) = delete;
+
+    void write(int64_t r0, int64_t n, const void* data) {
+        QuietGdal quiet;
+        if (ds_->GetRasterBand(1)->RasterIO(GF_Write, 0, static_cast<int>(r0), static_cast<int>(W_),
+                                            static_cast<int>(n), const_cast<void*>(data), static_cast<int>(W_),
+                                            static_cast<int>(n), type_, 0, 0, nullptr) != CE_None)
+            fail("write failed in rows " + std::to_string(r0) + ".." + std::to_string(r0 + n - 1), quiet);
+    }
+    void finish() {
+        QuietGdal quiet;
+        ds_.reset();  // flushes
+        if (!quiet.message().empty()) fail("cannot complete " + tmp_, quiet);
+        std::error_code ec;
+        std::filesystem::rename(tmp_, path_, ec);
+        if (ec) fail("cannot rename " + tmp_ + " (" + ec.message() + ")", quiet);
+        done_ = true;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& problem, const QuietGdal& quiet) {
+        std::string msg = problem;
+        if (!quiet.message().empty()) msg += " (" + quiet.message() + ")";
+        throw InputError(path_, msg);
+    }
+    std::string path_, tmp_;
+    int64_t H_, W_;
+    GDALDataType type_;
+    GDALDatasetUniquePtr ds_;
+    bool done_ = false;
+};
+
+}  // namespace
+
+ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    Comm comm(mpi_comm);
+    const int rank = comm.rank(), size = comm.size();
+    ClaheReport rep;
+    ClaheParams p = opt.params;
+    if (p.nbins <= 0) p.nbins = p.out_bits == 16 ? 4096 : 256;
+    rep.params = p;
+
+    std::unique_ptr<RasterReader> in;
+    GeoRef geo;
+    bool png = false;
+    agree_on_errors(mpi_comm, [&] {
+        in = std::make_unique<RasterReader>(resolve_raster_input(opt.input, opt.dataset), opt.band);
+        if (has_suffix(opt.output, {".png"}))
+            png = true;
+        else if (!has_suffix(opt.output, {".tif", ".tiff"}))
+            throw InputError(opt.output, "output must end in .png or .tif");
+        check_output_directory(opt.output);
+        try {
+            make_clahe_grid(in->info().rows, in->info().cols, p);
+        } catch (const std::invalid_argument& e) {
+            throw InputError(opt.input, e.what());
+        }
+        if (png && (in->info().rows > 1000000 || in->info().cols > 1000000))
+            throw InputError(opt.output, "image too large for a PNG; write a .tif");
+        geo = input_georef(opt.input, in->info());
+    });
+    const RasterInfo& info = in->info();
+    const int64_t H = info.rows, W = info.cols;
+    rep.rows = H;
+    rep.cols = W;
+
+    const int64_t r0 = H * rank / size, r1 = H * (rank + 1) / size;
+    const Window own{r0, 0, r1 - r0, W};
+    std::vector<float> img(static_cast<size_t>(own.size()));
+    std::vector<uint8_t> valid(static_cast<size_t>(own.size()));
+    agree_on_errors(mpi_comm, [&] {
+        if (info.is_complex) {
+            // An interferogram or SLC: equalise its amplitude (0 = no data).
+            in->read_float(own, img.data(), W);
+            for (size_t i = 0; i < img.size(); ++i) valid[i] = img[i] != 0.0f;
+        } else {
+            in->read_phase(own, img.data(), valid.data(), W);
+        }
+    });
+
+    std::vector<uint8_t> out8;
+    std::vector<uint16_t> out16;
+    if (p.out_bits == 8)
+        out8.resize(static_cast<size_t>(own.size()));
+    else
+        out16.resize(static_cast<size_t>(own.size()));
+    agree_on_errors(mpi_comm, [&] {
+        try {
+            rep.range = p.out_bits == 8 ? clahe(img.data(), valid.data(), own, W, H, W, p, comm, out8.data(), W)
+                                        : clahe(img.data(), valid.data(), own, W, H, W, p, comm, out16.data(), W);
+        } catch (const std::exception& e) {  // the same on every rank (parameters, no valid pixels)
+            throw InputError(opt.input, e.what());
+        }
+    });
+    rep.valid = rep.range.count;
+    img = {};
+    valid = {};
+
+    const void* data = p.out_bits == 8 ? static_cast<const void*>(out8.data()) : out16.data();
+    const size_t px = p.out_bits == 8 ? 1 : 2;
+    if (png) {
+        std::vector<uint8_t> whole;
+        if (rank == 0) whole.resize(static_cast<size_t>(H * W) * px);
+        stream_bands_to_root(
+            mpi_comm, H, W, data, px,
+            [&](int64_t row0, int64_t n, const void* d) {
+                std::memcpy(whole.data() + static_cast<size_t>(row0 * W) * px, d, static_cast<size_t>(n * W) * px);
+            },
+            opt.output);
+        std::string err;
+        if (rank == 0) {
+            try {
+                write_png(opt.output, H, W, 1, p.out_bits, whole.data());
+            } catch (const std::exception& e) {
+                err = e.what();
+            }
+        }
+        if (comm.max(int64_t{!err.empty()}))
+            throw InputError::everywhere(rank == 0 ? err : opt.output + ": PNG output failed");
+    } else {
+        std::unique_ptr<TiffSink> tif;
+        std::string err;
+        if (rank == 0) {
+            try {
+                tif = std::make_unique<TiffSink>(opt.output, H, W, p.out_bits, geo);
+            } catch (const std::exception& e) {
+                err = e.what();
+            }
+        }
+        if (comm.max(int64_t{!err.empty()}))
+            throw InputError::everywhere(rank == 0 ? err : opt.output + ": GeoTIFF output failed");
+        stream_bands_to_root(
+            mpi_comm, H, W, data, px, [&](int64_t row0, int64_t n, const void* d) { tif->write(row0, n, d); },
+            opt.output);
+        if (rank == 0) {
+            try {
+                tif->finish();
+            } catch (const std::exception& e) {
+                err = e.what();
+            }
+        }
+        if (comm.max(int64_t{!err.empty()}))
+            throw InputError::everywhere(rank == 0 ? err : opt.output + ": GeoTIFF output failed");
+    }
+    rep.seconds = comm.max(std::chrono::duration<double>(clock::now() - t0).count());
+    return rep;
+}
+
+void add_clahe_command(CLI::App& app) {
+    auto opt = std::make_shared<ClaheOptions>();
+    auto tiles = std::make_shared<std::string>("8x8");
+    auto range = std::make_shared<std::vector<double>>();
+    opt->params.nbins = 0;
+    auto* sub = app.add_subcommand("clahe", "contrast-limited adaptive histogram equalisation to a PNG or GeoTIFF");
+    sub->add_option("IN", opt->input,
+                    "any GDAL raster (amplitude, intensity, unwrapped phase; complex: amplitude); "
+                    "X.h5 means HDF5:\"X.h5\"://unwrapped_phase")
+        ->required();
+    sub->add_option("OUT", opt->output, "OUT.png or OUT.tif (8- or 16-bit, one band)")->required();
+    sub->add_option("--tiles", *tiles, "tile grid ROWSxCOLS (need not divide the image)")->capture_default_str();
+    sub->add_option("--clip-limit", opt->params.clip_limit,
+                    "OpenCV's clipLimit: clip = limit * tile pixels / bins; 0 = no clipping")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    sub->add_option("--bits", opt->params.out_bits, "output bits per pixel, 8 or 16")
+        ->capture_default_str()
+        ->check(CLI::IsMember({8, 16}));
+    sub->add_option("--bins", opt->params.nbins, "histogram bins 2..65536 (default 256 for 8-bit, 4096 for 16-bit)")
+        ->check(CLI::Range(2, 65536));
+    sub->add_option("--range", *range, "LO HI: value range (default: min and max of the valid pixels)")
+        ->expected(2);
+    auto* band =
+        sub->add_option("--band", opt->band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
+    auto* ds = sub->add_option("--dataset", opt->dataset, "dataset of an HDF5 IN (default unwrapped_phase)");
+    band->excludes(ds);
+    sub->add_flag("-q,--quiet", opt->quiet, "no summary");
+    sub->callback([opt, tiles, range] {
+        run_guarded([&] {
+            const auto x = tiles->find('x');
+            try {
+                if (x == std::string::npos) throw std::invalid_argument("x");
+                size_t used = 0;
+                opt->params.tile_rows = std::stoi(tiles->substr(0, x), &used);
+                if (used != x) throw std::invalid_argument("x");
+                opt->params.tile_cols = std::stoi(tiles->substr(x + 1), &used);
+                if (used != tiles->size() - x - 1) throw std::invalid_argument("x");
+            } catch (const std::exception&) {
+                throw InputError::everywhere("--tiles " + *tiles + ": expected ROWSxCOLS, e.g. 8x8");
+            }
+            if (!range->empty()) {
+                opt->params.fixed_range = true;
+                opt->params.lo = (*range)[0];
+                opt->params.hi = (*range)[1];
+            }
+            const ClaheReport rep = run_clahe(*opt, MPI_COMM_WORLD);
+            int rank = 0;
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            if (opt->quiet || rank != 0) return;
+            std::printf("tessera clahe: %s -> %s\n", opt->input.c_str(), opt->output.c_str());
+            std::printf("  size %lld x %lld (rows x cols), %lld valid pixels, range [%.9g, %.9g]\n",
+                        static_cast<long long>(rep.rows), static_cast<long long>(rep.cols),
+                        static_cast<long long>(rep.valid), rep.range.lo, rep.range.hi);
+            std::printf("  %dx%d tiles, clip limit %g, %d bins, %d-bit output; %.3f s\n", rep.params.tile_rows,
+                        rep.params.tile_cols, rep.params.clip_limit, rep.params.nbins, rep.params.out_bits,
+                        rep.seconds);
+        });
+    });
+}
+
+}  // namespace tessera
