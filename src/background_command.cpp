@@ -189,6 +189,13 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     Comm comm(mpi_comm);
     const int rank = comm.rank(), size = comm.size();
     BackgroundReport rep;
+    auto t_stage = t0;
+    auto lap = [&] {  // seconds since the last lap, slowest rank (collective)
+        const auto now = clock::now();
+        const double sec = std::chrono::duration<double>(now - t_stage).count();
+        t_stage = now;
+        return comm.max(sec);
+    };
 
     std::unique_ptr<RasterReader> in;
     GeoRef geo;
@@ -239,6 +246,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
             RasterReader(opt.mask, 1).read_mask(own, mask.data(), W);
         }
     });
+    rep.read_seconds = lap();
     int64_t nvalid = 0;
     for (uint8_t v : valid) nvalid += v != 0;
     rep.valid = comm.sum(nvalid);
@@ -250,9 +258,11 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
             throw InputError(opt.input, e.what());  // the same on every rank
         }
     });
+    rep.fit_seconds = lap();
     const ResidualSums rs = subtract_surface(z.data(), valid.data(), mk, own, W, H, W, rep.fit);
     double sq = 0;
     MPI_Allreduce(&rs.sum_sq, &sq, 1, MPI_DOUBLE, MPI_SUM, mpi_comm);
+    rep.subtract_seconds = lap();
     rep.residual_rms = rep.fit.count > 0 ? std::sqrt(sq / static_cast<double>(rep.fit.count)) : 0.0;
 
     const double nan = std::nan("");
@@ -305,6 +315,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
                 throw InputError::everywhere(rank == 0 ? err : opt.output + ": GeoTIFF output failed");
         }
     }
+    rep.write_seconds = lap();
     rep.seconds = comm.max(std::chrono::duration<double>(clock::now() - t0).count());
     return rep;
 }
@@ -346,7 +357,8 @@ void add_background_command(CLI::App& app) {
                 std::printf(" c%d%d=%.17g", i, j, rep.fit.coeffs[t]);
             }
             std::printf("\n  residual RMS %.6g over the fitted pixels\n", rep.residual_rms);
-            std::printf("  %.3f s\n", rep.seconds);
+            std::printf("  %.3f s (read %.3f, fit %.3f, subtract %.3f, write %.3f)\n", rep.seconds, rep.read_seconds,
+                        rep.fit_seconds, rep.subtract_seconds, rep.write_seconds);
         });
     });
 }

@@ -37,7 +37,8 @@ struct BackgroundReport {
     int64_t rows = 0, cols = 0, valid = 0;
     SurfaceFit fit;
     double residual_rms = 0;  // over the pixels the fit used
-    double seconds = 0;
+    double seconds = 0;       // total; and per stage (slowest rank):
+    double read_seconds = 0, fit_seconds = 0, subtract_seconds = 0, write_seconds = 0;
     std::string output_dataset;  // for HDF5 OUT
 };
 

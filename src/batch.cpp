@@ -284,6 +284,12 @@ HologramParams UnwrapBatchCli::hologram_params() const {
 }
 
 void add_unwrap_batch_options(CLI::App* unwrap, UnwrapBatchCli& cli) {
+    unwrap->add_option("FILES", cli.files,
+                       "IN... OUT: wrapped phase (float32/64) or complex interferogram rasters (or holograms with "
+                       "--from-hologram) and/or glob patterns (quoted: 'frames/*.tif'), then the output: OUT.h5 for "
+                       "one input, a directory for several (<stem>.h5 each, created if missing)")
+        ->required()
+        ->expected(2, -1);
     auto* fh = unwrap->add_flag("--from-hologram", cli.from_hologram,
                                 "IN are off-axis holograms: demodulate each (as `tessera hologram`), then unwrap");
     unwrap->add_option("--carrier", cli.carrier, "with --from-hologram: ROW COL of the +1 order (default: detected)")

@@ -63,10 +63,13 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
                      const std::string& hologram_reference = "", MPI_Comm comm = MPI_COMM_WORLD,
                      std::vector<UnwrapFrameReport>* reports = nullptr);
 
-// The command-line side of batches for `tessera unwrap` (see the wiring note in the report):
-// IN becomes IN... (files and/or patterns), plus --from-hologram and the hologram options.
+// The command-line side of batches for `tessera unwrap`: the positionals become one
+// IN... OUT list (CLI11 would give a leading vector positional every argument), plus
+// --from-hologram and the hologram options.
 struct UnwrapBatchCli {
-    std::vector<std::string> inputs;
+    std::vector<std::string> files;  // IN... OUT
+    std::vector<std::string> input_items() const { return {files.begin(), files.end() - (files.empty() ? 0 : 1)}; }
+    std::string output() const { return files.empty() ? std::string() : files.back(); }
     bool from_hologram = false;
     std::vector<int64_t> carrier;  // ROW COL
     double dc_radius = 0, filter_radius = 0;
@@ -74,7 +77,8 @@ struct UnwrapBatchCli {
     std::string hologram_reference;
     HologramParams hologram_params() const;  // throws InputError for a bad --window
 };
-// Adds --from-hologram, --carrier, --dc-radius, --filter-radius, --window and
+// Adds the positional FILES (IN... OUT; it replaces the IN and OUT positionals),
+// --from-hologram, --carrier, --dc-radius, --filter-radius, --window and
 // --hologram-reference to the `unwrap` subcommand.
 void add_unwrap_batch_options(CLI::App* unwrap, UnwrapBatchCli& cli);
 // True when `tessera unwrap` must run as a batch: several expanded inputs, --from-hologram,

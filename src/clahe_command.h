@@ -31,7 +31,8 @@ struct ClaheReport {
     int64_t rows = 0, cols = 0, valid = 0;
     ClaheRange range;
     ClaheParams params;  // as used
-    double seconds = 0;
+    double seconds = 0;  // total; and per stage (slowest rank):
+    double read_seconds = 0, clahe_seconds = 0, write_seconds = 0;
 };
 
 // Collective over comm. Throws InputError (agreed, one line) for bad input or

@@ -236,6 +236,7 @@ namespace {
 
 struct HologramCli {
     HologramRunOptions opt;
+    std::vector<std::string> files;  // IN... OUT (one positional: CLI11 gives a leading vector everything)
     std::vector<int64_t> carrier;
     std::string window = "circular";
 };
@@ -251,11 +252,11 @@ CLI::App* add_hologram_command(CLI::App& app) {
     HologramCli& s = cli_state();
     auto* h = app.add_subcommand("hologram",
                                  "off-axis hologram(s) (real intensity, any GDAL raster) -> wrapped phase GeoTIFF(s)");
-    h->add_option("IN", s.opt.inputs, "hologram rasters and/or glob patterns (quote them: 'frames/*.tif')")
-        ->required();
-    h->add_option("OUT", s.opt.output,
-                  "output GeoTIFF (one input) or directory (several: <stem>_phase.tif each, created if missing)")
-        ->required();
+    h->add_option("FILES", s.files,
+                  "IN... OUT: hologram rasters and/or glob patterns (quoted: 'frames/*.tif'), then the output: "
+                  "a GeoTIFF (one input) or a directory (several: <stem>_phase.tif each, created if missing)")
+        ->required()
+        ->expected(2, -1);
     h->add_option("--carrier", s.carrier,
                   "ROW COL of the +1 order in the centred (fft-shifted) spectrum (default: detected)")
         ->expected(2);
@@ -277,6 +278,9 @@ CLI::App* add_hologram_command(CLI::App& app) {
 
 void run_hologram_command() {
     HologramCli& s = cli_state();
+    if (s.files.size() < 2) throw InputError::everywhere("hologram: expected IN... OUT (at least one input and the output)");
+    s.opt.inputs.assign(s.files.begin(), s.files.end() - 1);
+    s.opt.output = s.files.back();
     if (!s.carrier.empty()) s.opt.params.carrier = std::pair<int64_t, int64_t>{s.carrier[0], s.carrier[1]};
     s.opt.params.window = parse_window(s.window);
     const HologramRunReport rep = run_hologram(s.opt, MPI_COMM_WORLD);

@@ -21,6 +21,7 @@ RegionStats run_stages(const RegionArrays& a, const RankGrid& grid, Comm& comm, 
     RegionStats st;
     st.tiles = grid.tiles.count();
     Region region(a, grid.own(comm.rank()), grid.tiles);
+    stage("upload");  // the CUDA backend copies phase and flags to the device here
 
     std::vector<Residue> res = region.find_residues();
     stage("residues");
@@ -49,8 +50,9 @@ RegionStats run_stages(const RegionArrays& a, const RankGrid& grid, Comm& comm, 
     stage("offset_solve");
 
     region.apply(ComponentAssignment{comps.records, g.offset, g.label});
-    region.finish();
     stage("apply");
+    region.finish();
+    stage("download");
     st.bytes_sent = comm.bytes_sent();
     if (residues_out) *residues_out = std::move(res);
     return st;
@@ -82,11 +84,12 @@ RegionStats unwrap_region(const RegionArrays& a, const RankGrid& grid, Comm& com
     throw std::logic_error("unknown backend");
 }
 
-RegionStats unwrap_image(const RegionArrays& a, int64_t tile_size, const UnwrapParams& p) {
+RegionStats unwrap_image(const RegionArrays& a, int64_t tile_size, const UnwrapParams& p,
+                         const std::function<void(const char*)>& stage) {
     Comm self(MPI_COMM_SELF);
     RankGrid grid;
     grid.tiles = TileGrid(a.H, a.W, tile_size);
-    return unwrap_region(a, grid, self, p, nullptr, [](const char*) {});
+    return unwrap_region(a, grid, self, p, nullptr, stage);
 }
 
 }  // namespace tessera

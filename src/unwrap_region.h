@@ -42,6 +42,7 @@ RegionStats unwrap_region(const RegionArrays& a, const RankGrid& grid, Comm& com
                           std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage);
 
 // One process, the whole image in memory: the tests' and library users' entry point.
-RegionStats unwrap_image(const RegionArrays& a, int64_t tile_size, const UnwrapParams& p);
+RegionStats unwrap_image(const RegionArrays& a, int64_t tile_size, const UnwrapParams& p,
+                         const std::function<void(const char*)>& stage = [](const char*) {});
 
 }  // namespace tessera

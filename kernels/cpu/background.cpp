@@ -369,7 +369,7 @@ SurfaceFit fit_surface(const float* z, const uint8_t* valid, const uint8_t* mask
 }
 
 double evaluate_surface(const SurfaceFit& fit, int64_t r, int64_t c, int64_t H, int64_t W) {
-    double a[kMaxSurfaceDegree + 1];
+    double a[kMaxSurfaceDegree + 1] = {};
     row_poly(fit, surface_coord(r, H), a);
     return eval_x(a, fit.degree, surface_coord(c, W));
 }
@@ -389,7 +389,7 @@ ResidualSums subtract_surface(float* z, const uint8_t* valid, const uint8_t* mas
     const float nan = std::numeric_limits<float>::quiet_NaN();
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < own.rows; ++r) {
-        double a[kMaxSurfaceDegree + 1];
+        double a[kMaxSurfaceDegree + 1] = {};
         row_poly(fit, surface_coord(own.row0 + r, H), a);
         float* zr = z + r * stride;
         const uint8_t* vr = valid ? valid + r * stride : nullptr;
