@@ -142,7 +142,6 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
     const std::vector<std::string> outs = batch_outputs(inputs, out, ".h5");
     std::error_code ec;
     const bool dir_mode = N > 1 || fs::is_directory(out, ec);
-    if (dir_mode) prepare_output_directory(comm, out);
 
     // Checks before any work (section 7): options and outputs (index 0), each rank's frames.
     std::unique_ptr<HologramDemodulator> demod;
@@ -175,6 +174,7 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
         }
         agree_on_first_error(comm, bad, msg);
     }
+    if (dir_mode) prepare_output_directory(comm, out);  // created only for valid inputs
 
     std::vector<double> rec(static_cast<size_t>(N) * kRec, 0.0);
     int64_t first_failed = -1, failed = 0, conflicts = 0;

@@ -137,7 +137,6 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
     const auto outs = hologram_outputs(inputs, opt.output);
     const auto N = static_cast<int64_t>(inputs.size());
     const bool dir_mode = N > 1 || std::filesystem::is_directory(opt.output);
-    if (dir_mode) prepare_output_directory(comm, opt.output);
 
     // Checks before any work: the reference (every rank reads it), each rank's own frames.
     std::unique_ptr<HologramDemodulator> demod;
@@ -163,6 +162,7 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
         }
         agree_on_first_error(comm, bad, msg);
     }
+    if (dir_mode) prepare_output_directory(comm, opt.output);  // created only for valid inputs
 
     // The frames, round-robin over the ranks.
     std::vector<double> rec(static_cast<size_t>(N) * 7, 0.0);  // rows cols crow ccol |F| radius seconds

@@ -102,6 +102,8 @@ int main(int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     unwrap->add_option("--rank-grid", uo.rank_grid, "PxQ ranks over the tile grid (default: automatic)");
+    unwrap->add_option("--device", uo.device, "CUDA device for every rank (default: the node-local rank's)");
+    unwrap->add_flag("--share-gpus", uo.share_gpus, "allow more ranks than GPUs on a node");
 
     std::string synth_case = "topo", synth_size = "1024x1024", synth_dir;
     uint64_t synth_seed = 1;

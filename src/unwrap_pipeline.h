@@ -24,7 +24,9 @@ struct UnwrapOptions {
     double min_coherence = 0.0;
     int compress_phase = 0;
     std::string rank_grid;  // "PxQ", empty = automatic
-    Backend backend = Backend::kCpu;  // deflate level of /unwrapped_phase (0 = chunked, uncompressed)
+    Backend backend = Backend::kCpu;
+    int device = -1;          // CUDA device; -1 = the node-local rank's
+    bool share_gpus = false;  // allow more ranks than GPUs on a node  // deflate level of /unwrapped_phase (0 = chunked, uncompressed)
     bool save_cycles = false, save_residues = false, save_cuts = false;
     bool quiet = false;
 };

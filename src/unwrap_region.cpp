@@ -68,6 +68,23 @@ bool cuda_backend_available() {
 #endif
 }
 
+int select_cuda_device(int local_rank, int local_size, int requested, bool share) {
+#ifdef TESSERA_HAVE_CUDA
+    const int n = cuda::device_count();
+    if (n == 0) throw std::runtime_error("--backend cuda: no CUDA device is visible");
+    if (requested >= n)
+        throw std::runtime_error("--device " + std::to_string(requested) + ": only " + std::to_string(n) +
+                                 " CUDA device(s) visible");
+    if (requested < 0 && local_size > n && !share)
+        throw std::runtime_error(std::to_string(local_size) + " ranks on this node but " + std::to_string(n) +
+                                 " GPU(s): use fewer ranks per node, or --share-gpus");
+    return cuda::select_device(requested >= 0 ? requested : local_rank);
+#else
+    (void)local_rank, (void)local_size, (void)requested, (void)share;
+    throw std::runtime_error("this tessera was built without the CUDA backend (TESSERA_CUDA=OFF)");
+#endif
+}
+
 RegionStats unwrap_region(const RegionArrays& a, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
                           std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
     // The backend is chosen here, once (ARCHITECTURE.md section 5).

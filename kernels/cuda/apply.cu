@@ -34,7 +34,7 @@ __global__ void apply_kernel(DeviceArrays a, Window own, const uint64_t* nodes, 
         const int64_t i = a.index(own.row0 + y, own.col0 + x);
         const int64_t l = y * own.cols + x;
         const uint8_t f = a.flags[i];
-        if (f & kInvalid) {
+        if (f & kUnreliable) {  // invalid or low coherence: NaN, label 0, k 0
             a.phase[i] = nan;
             label[l] = 0;
             if (cycles) cycles[l] = 0;
@@ -54,7 +54,7 @@ __global__ void apply_kernel(DeviceArrays a, Window own, const uint64_t* nodes, 
         k += dev::potential(rec);
         // Section 4: u = phi + 6.2831855f * k, float32, each operation rounded, no FMA.
         a.phase[i] = __fadd_rn(a.phase[i], __fmul_rn(kTwoPiF, __int2float_rn(k)));
-        label[l] = (f & kLowCoherence) ? 0u : dev::parent(rec);
+        label[l] = dev::parent(rec);
         if (cycles) cycles[l] = k;
     }
 }

@@ -74,7 +74,8 @@ struct DeviceRootRecord {
 void find_residues(const DeviceArrays& a, const Window& own, uint64_t* scratch, std::vector<PlaquetteCharge>& out,
                    cudaStream_t s);
 
-// Blocks the edges owned by `own` that touch an invalid pixel and the non-existent edges past
+// Blocks the edges owned by `own` that touch an unreliable pixel (kInvalid or kLowCoherence:
+// not integrated through) and the non-existent edges past
 // the image's last row and column; clears the other cut bits first (as the CPU).
 void block_invalid_edges(const DeviceArrays& a, const Window& own, cudaStream_t s);
 
@@ -88,8 +89,8 @@ void rasterise_cuts(const DeviceArrays& a, const Window& own, const DeviceCut* d
 // unblocked edges whose wrap count disagrees with the potentials (conflicts, must be 0).
 int64_t tile_union_find(const DeviceArrays& a, const Window& own, uint64_t* nodes, cudaStream_t s);
 
-// After tile_union_find: the components with at least one valid pixel, as
-// uf::pack(own-local root, valid-pixel count), ascending by root. Stores the count in each
+// After tile_union_find: the components with at least one reliable pixel (neither kInvalid nor
+// kLowCoherence), as uf::pack(own-local root, reliable-pixel count), ascending by root. Stores the count in each
 // root's (otherwise always 0) potential field: from here on a root is recognised by
 // parent == self and has k = 0.
 void component_records(const DeviceArrays& a, const Window& own, uint64_t* nodes, std::vector<uint64_t>& out,
@@ -100,7 +101,7 @@ void mark_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const
                 cudaStream_t s);
 
 // Final pixel pass over `own` (after mark_roots for every record): u = phi + 2 pi k into
-// phase (NaN at invalid pixels), label and cycles (own-sized, row-major over own; cycles may
+// phase (NaN, label 0, k 0 at unreliable pixels), label and cycles (own-sized, row-major over own; cycles may
 // be null); clears the root marks.
 void apply_offsets(const DeviceArrays& a, const Window& own, const uint64_t* nodes, uint32_t* label,
                    int32_t* cycles, cudaStream_t s);

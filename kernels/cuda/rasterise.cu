@@ -8,7 +8,8 @@ namespace tessera::cuda {
 namespace {
 
 // One thread per pixel of own. Each thread writes only its own flag byte; it reads the
-// kInvalid bit of its right and lower neighbours, which no thread changes.
+// kUnreliable bits (kInvalid, kLowCoherence) of its right and lower neighbours, which no
+// thread changes.
 __global__ void block_invalid_kernel(DeviceArrays a, Window own) {
     const int64_t x = static_cast<int64_t>(blockIdx.x) * kBlockX + threadIdx.x;
     if (x >= own.cols) return;
@@ -17,10 +18,11 @@ __global__ void block_invalid_kernel(DeviceArrays a, Window own) {
          y += static_cast<int64_t>(gridDim.y) * kBlockY) {
         const int64_t r = own.row0 + y;
         const int64_t i = a.index(r, c);
-        uint8_t v = a.flags[i] & static_cast<uint8_t>(kInvalid | kLowCoherence);
-        const bool bad = v & kInvalid;
-        if (c + 1 >= a.W || bad || (a.flags[i + 1] & kInvalid)) v |= kBlockRight;
-        if (r + 1 >= a.H || bad || (a.flags[i + a.buf.cols] & kInvalid)) v |= kBlockDown;
+        // Invalid and low-coherence pixels are not integrated through: all their edges blocked.
+        uint8_t v = a.flags[i] & kUnreliable;
+        const bool bad = v != 0;
+        if (c + 1 >= a.W || bad || (a.flags[i + 1] & kUnreliable)) v |= kBlockRight;
+        if (r + 1 >= a.H || bad || (a.flags[i + a.buf.cols] & kUnreliable)) v |= kBlockDown;
         a.flags[i] = v;
     }
 }

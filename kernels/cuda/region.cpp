@@ -167,7 +167,7 @@ RegionComponents Region::union_find() {
     std::vector<uint64_t> roots;
     component_records(m.d, m.own, m.nodes, roots, m.s);
     out.records.reserve(roots.size());
-    for (uint64_t w : roots)  // pack(own-local root, valid-pixel count), ascending roots
+    for (uint64_t w : roots)  // pack(own-local root, reliable-pixel count), ascending roots
         out.records.push_back({m.global_of_local(uf::parent(w)), static_cast<int64_t>(w >> 32)});
     return out;
 }

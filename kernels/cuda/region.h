@@ -40,7 +40,7 @@ public:
     Region& operator=(const Region&) = delete;
 
     std::vector<Residue> find_residues();            // the own window's plaquettes, sorted by id
-    void place_cuts(std::span<const Cut> cuts);      // blocks invalid edges, rasterises the cuts
+    void place_cuts(std::span<const Cut> cuts);      // blocks unreliable edges, rasterises the cuts
     RegionComponents union_find();                   // one union-find over own; no constraints
     NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`
     std::vector<PixelState> strip(const Window& w) const;  // after union_find, w inside own, row-major

@@ -162,7 +162,7 @@ __global__ void verify_kernel(DeviceArrays a, Window own, const uint64_t* nodes,
     }
 }
 
-// Valid-pixel counts into the roots' potential fields (a root's k is 0 by definition, so the
+// Reliable-pixel counts into the roots' potential fields (a root's k is 0 by definition, so the
 // field is free); warp-aggregated so that a large component costs one atomic per warp.
 __global__ void count_kernel(DeviceArrays a, Window own, uint64_t* nodes, unsigned long long* num_roots) {
     const unsigned lane = threadIdx.x;
@@ -170,7 +170,7 @@ __global__ void count_kernel(DeviceArrays a, Window own, uint64_t* nodes, unsign
     const bool in = x < own.cols;
     for (int64_t y = static_cast<int64_t>(blockIdx.y) * kBlockY + threadIdx.y; y < own.rows; y += row_stride(own)) {
         const int64_t l = y * own.cols + x;
-        const bool valid = in && !(a.flags[a.index(own.row0 + y, own.col0 + x)] & kInvalid);
+        const bool valid = in && !(a.flags[a.index(own.row0 + y, own.col0 + x)] & kUnreliable);
         // The parent half of a word never changes here, only roots' potential halves do.
         const uint32_t root = valid ? dev::parent(dev::load(nodes + l)) : 0u;
         const unsigned active = __ballot_sync(kFull, valid);
