@@ -107,9 +107,10 @@ def main():
         if not re.search(rf"^\s+{sub}\b", help_text, re.M):
             sys.exit(f"{exe} has no `{sub}` subcommand (wire src/hologram_command.h into main.cpp)")
     has_bg = re.search(r"^\s+background\b", help_text, re.M) is not None
+    load_before = os.getloadavg()[0]
     work = a.workdir or tempfile.mkdtemp(prefix="tessera_frames_")
     os.makedirs(work, exist_ok=True)
-    rows = []  # (size, mode, hologram fps, +unwrap fps, +background fps, in-process fps of unwrap batch)
+    rows = []  # (size, mode, hologram fps, +unwrap fps, +background fps, in-process fps (hologram, unwrap))
     for n in a.sizes:
         d = os.path.join(work, f"n{n}")
         src, batch = os.path.join(d, "src"), os.path.join(d, "batch")
@@ -149,7 +150,7 @@ def main():
             pre = [] if np_ == 1 else [a.mpirun, "--oversubscribe", "-np", str(np_), "-x", "OMP_NUM_THREADS"]
             for f in glob.glob(os.path.join(out, "frame_*")):
                 os.remove(f)
-            wh, _ = run(pre + [exe, "hologram", pattern, out], env)
+            wh, sh = run(pre + [exe, "hologram", pattern, out], env)
             wu, so = run(pre + [exe, "unwrap", "--from-hologram", pattern, out], env)
             wb = None
             if has_bg:
@@ -166,7 +167,7 @@ def main():
                     p.wait()
                 wb = time.perf_counter() - t
             rows.append((n, label, a.batch / wh, a.batch / wu, a.batch / (wu + wb) if wb else None,
-                         in_process_fps(so)))
+                         (in_process_fps(sh), in_process_fps(so))))
             print(f"{n} {label}: hologram {wh:.3f} s, +unwrap {wu:.3f} s" +
                   (f", background {wb:.3f} s" if wb else ""), file=sys.stderr, flush=True)
         shutil.rmtree(d)
@@ -177,19 +178,23 @@ def main():
         pass
     lines = [
         f"Machine: {cores} cores ({cpu}), {platform.system()} {platform.release()}; date {datetime.date.today()}; "
-        f"CPU backend (FFTW 3 single precision, FFTW_ESTIMATE plans reused per frame size)",
+        f"CPU backend (FFTW 3 single precision, FFTW_ESTIMATE plans reused per frame size); "
+        f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after (other work on the machine "
+        f"slows every column, and OpenMP threads most)",
         f"Command: `python3 jobs/bench_frames.py --sizes {' '.join(map(str, a.sizes))} --batch {a.batch} --np {a.np}`",
         "",
         "Frames per second, end to end (process start, GDAL read, FFTs, unwrapping, writes); the hologram "
         "column writes the wrapped phase GeoTIFF, the unwrap column runs `unwrap --from-hologram` "
-        "(demodulate + unwrap + HDF5), the background column adds `tessera background` (degree 2) per frame.",
+        "(demodulate + unwrap + HDF5), the background column adds `tessera background` (degree 2) per frame "
+        "(one process per frame: it takes one input). In-process: the batch's own frames/s report (no process "
+        "or MPI start-up).",
         "",
-        "| size | run | hologram -> phase | -> unwrap | -> background | unwrap batch, in-process |",
+        "| size | run | hologram -> phase | -> unwrap | -> background | in-process: hologram / unwrap |",
         "|---|---|---|---|---|---|",
     ]
     for n, label, fh, fu, fb, fi in rows:
         lines.append(f"| {n}² | {label} | {fh:.2f} | {fu:.2f} | "
-                     f"{f'{fb:.2f}' if fb else 'n/a'} | {f'{fi:.2f}' if fi else '-'} |")
+                     f"{f'{fb:.2f}' if fb else 'n/a'} | {f'{fi[0]:.2f} / {fi[1]:.2f}' if fi else '-'} |")
     if not has_bg:
         lines.append("")
         lines.append("The background column is empty: this tessera has no `background` subcommand yet.")

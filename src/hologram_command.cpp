@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
+#include <system_error>
 
 #include "io/geotiff_writer.h"
 #include "io/input_error.h"
@@ -136,7 +137,8 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
     const std::vector<std::string> inputs = expand_inputs(opt.inputs);
     const auto outs = hologram_outputs(inputs, opt.output);
     const auto N = static_cast<int64_t>(inputs.size());
-    const bool dir_mode = N > 1 || std::filesystem::is_directory(opt.output);
+    std::error_code ec;
+    const bool dir_mode = N > 1 || std::filesystem::is_directory(opt.output, ec);
 
     // Checks before any work: the reference (every rank reads it), each rank's own frames.
     std::unique_ptr<HologramDemodulator> demod;

@@ -108,7 +108,7 @@ std::vector<QuicklookCell> quicklook_cells(const float* u, const uint32_t* label
     const int64_t pj0 = own.col0 / f, pj1 = (own.col0 + own.cols - 1) / f;
     const int64_t ni = pi1 - pi0 + 1, nj = pj1 - pj0 + 1;
     out.resize(static_cast<size_t>(ni * nj));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (own.size() >= (int64_t{1} << 16))
     for (int64_t k = 0; k < ni * nj; ++k) {
         const int64_t pi = pi0 + k / nj, pj = pj0 + k % nj;
         QuicklookCell& cell = out[static_cast<size_t>(k)];

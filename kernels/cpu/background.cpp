@@ -13,9 +13,17 @@
 
 #include "partition/comm.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace tessera {
 
 namespace {
+
+// Windows smaller than this run on one thread (parallel regions cost more than they
+// save there, and much more when the cores are oversubscribed).
+constexpr int64_t kParallelMinPixels = int64_t{1} << 16;
 
 __extension__ typedef __int128 i128;
 __extension__ typedef unsigned __int128 u128;
@@ -84,6 +92,16 @@ double to_double(const ExactSum& s, int scale) {
     return neg ? -v : v;
 }
 
+// round(v) to nearest, ties to even (llrint in the default rounding mode), inlined:
+// glibc's llrint is a call, which dominated the per-pixel loop.
+inline int64_t round_even(double v) {
+#if defined(__SSE2__)
+    return _mm_cvtsd_si64(_mm_set_sd(v));
+#else
+    return static_cast<int64_t>(std::llrint(v));
+#endif
+}
+
 inline int64_t fixed62(double v) { return static_cast<int64_t>(std::llrint(std::ldexp(v, kFracBits))); }
 
 void check_degree(int degree) {
@@ -97,19 +115,24 @@ inline bool used(const float* z, const uint8_t* valid, const uint8_t* mask, int6
 }
 
 // One row's exact sums: rg[p] = sum X_p, rz[p] = sum Z X_p (p <= n), over used pixels.
+// full[p]: sum X_p over all the window's columns; the pixels not used are subtracted
+// from it (images are mostly valid), so a used pixel costs only its Z X_p products.
 template <int N>
 int64_t row_sums(const float* z, const uint8_t* valid, const uint8_t* mask, int64_t cols, const int64_t* X,
-                 double zscale, i128* rg, i128* rz) {
+                 const i128* full, double zscale, i128* rg, i128* rz) {
     constexpr int NP = 2 * N + 1;
-    i128 g[NP] = {};
+    i128 g[NP];
+    for (int p = 0; p < NP; ++p) g[p] = full[p];
     i128 h[N + 1] = {};
-    int64_t cnt = 0;
+    int64_t cnt = cols;
     for (int64_t c = 0; c < cols; ++c) {
-        if (!used(z, valid, mask, c)) continue;
-        ++cnt;
         const int64_t* xc = X + c * NP;
-        const int64_t Z = static_cast<int64_t>(std::llrint(static_cast<double>(z[c]) * zscale));
-        for (int p = 0; p < NP; ++p) g[p] += xc[p];
+        if (!used(z, valid, mask, c)) {
+            --cnt;
+            for (int p = 0; p < NP; ++p) g[p] -= xc[p];
+            continue;
+        }
+        const int64_t Z = round_even(static_cast<double>(z[c]) * zscale);
         for (int p = 0; p <= N; ++p) h[p] += static_cast<i128>(Z) * xc[p];
     }
     for (int p = 0; p < NP; ++p) rg[p] = g[p];
@@ -117,8 +140,8 @@ int64_t row_sums(const float* z, const uint8_t* valid, const uint8_t* mask, int6
     return cnt;
 }
 
-using RowSumsFn = int64_t (*)(const float*, const uint8_t*, const uint8_t*, int64_t, const int64_t*, double,
-                              i128*, i128*);
+using RowSumsFn = int64_t (*)(const float*, const uint8_t*, const uint8_t*, int64_t, const int64_t*, const i128*,
+                              double, i128*, i128*);
 
 RowSumsFn row_sums_for(int degree) {
     switch (degree) {
@@ -166,7 +189,7 @@ std::pair<int, int> surface_term(int t) {
 double surface_max_abs(const float* z, const uint8_t* valid, const uint8_t* mask, const Window& own,
                        int64_t stride) {
     double m = 0;
-#pragma omp parallel for reduction(max : m) schedule(static)
+#pragma omp parallel for reduction(max : m) schedule(static) if (own.size() >= kParallelMinPixels)
     for (int64_t r = 0; r < own.rows; ++r) {
         const int64_t o = r * stride;
         for (int64_t c = 0; c < own.cols; ++c)
@@ -204,10 +227,13 @@ SurfaceMoments surface_moments(const float* z, const uint8_t* valid, const uint8
             xp *= x;
         }
     }
+    i128 full[2 * kMaxSurfaceDegree + 1] = {};
+    for (int64_t c = 0; c < own.cols; ++c)
+        for (int p = 0; p < np; ++p) full[p] += X[static_cast<size_t>(c * np + p)];
     const double zscale = std::ldexp(1.0, zexp);  // a power of two: z * zscale is exact
     const RowSumsFn row_fn = row_sums_for(n);
 
-#pragma omp parallel
+#pragma omp parallel if (own.size() >= kParallelMinPixels)
     {
         std::vector<ExactSum> geo(m.geo.size(), ExactSum{}), zm(m.zm.size(), ExactSum{});
         int64_t count = 0;
@@ -217,7 +243,7 @@ SurfaceMoments surface_moments(const float* z, const uint8_t* valid, const uint8
         for (int64_t r = 0; r < own.rows; ++r) {
             const int64_t o = r * stride;
             const int64_t cnt = row_fn(z + o, valid ? valid + o : nullptr, mask ? mask + o : nullptr, own.cols,
-                                       X.data(), zscale, rg, rz);
+                                       X.data(), full, zscale, rg, rz);
             if (cnt == 0) continue;
             count += cnt;
             const double y = surface_coord(own.row0 + r, H);
@@ -387,7 +413,7 @@ ResidualSums subtract_surface(float* z, const uint8_t* valid, const uint8_t* mas
     std::vector<double> row_sq(static_cast<size_t>(own.rows), 0.0);
     std::vector<int64_t> row_n(static_cast<size_t>(own.rows), 0);
     const float nan = std::numeric_limits<float>::quiet_NaN();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (own.size() >= kParallelMinPixels)
     for (int64_t r = 0; r < own.rows; ++r) {
         double a[kMaxSurfaceDegree + 1] = {};
         row_poly(fit, surface_coord(own.row0 + r, H), a);

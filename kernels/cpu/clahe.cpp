@@ -17,6 +17,10 @@ namespace tessera {
 
 namespace {
 
+// Windows smaller than this run on one thread (parallel regions cost more than they
+// save there, and much more when the cores are oversubscribed).
+constexpr int64_t kParallelMinPixels = int64_t{1} << 16;
+
 template <class T>
 inline bool is_valid(const T* img, const uint8_t* valid, int64_t i) {
     if (valid && valid[i] == 0) return false;
@@ -37,6 +41,24 @@ struct Binner {
         if (t >= static_cast<double>(nb)) return nb - 1;
         return static_cast<int>(t);
     }
+};
+
+// Bin of a pixel value: the Binner for float input; for uint16 input a table of the
+// Binner's result for each of the 65536 values (the same bins, no per-pixel double math).
+template <class T>
+struct BinOf {
+    Binner b;
+    BinOf(const ClaheRange& r, int nbins) : b(r, nbins) {}
+    int operator()(T v) const { return b(static_cast<double>(v)); }
+};
+template <>
+struct BinOf<uint16_t> {
+    std::vector<uint16_t> table;
+    BinOf(const ClaheRange& r, int nbins) : table(65536) {
+        const Binner b(r, nbins);
+        for (int v = 0; v < 65536; ++v) table[static_cast<size_t>(v)] = static_cast<uint16_t>(b(v));
+    }
+    int operator()(uint16_t v) const { return table[v]; }
 };
 
 // Interpolation pair of one axis position (header, "Interpolation").
@@ -79,7 +101,8 @@ template <class T>
 ClaheRange local_range(const T* img, const uint8_t* valid, const Window& own, int64_t stride) {
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     int64_t count = 0;
-#pragma omp parallel for reduction(min : lo) reduction(max : hi) reduction(+ : count) schedule(static)
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) reduction(+ : count) schedule(static) \
+    if (own.size() >= kParallelMinPixels)
     for (int64_t r = 0; r < own.rows; ++r) {
         const T* row = img + r * stride;
         const uint8_t* vr = valid ? valid + r * stride : nullptr;
@@ -98,12 +121,12 @@ template <class T>
 void histograms(const T* img, const uint8_t* valid, const Window& own, int64_t stride, const ClaheGrid& g,
                 const ClaheParams& p, const ClaheRange& range, uint32_t* hist) {
     if (own.rows <= 0 || own.cols <= 0) return;
-    const Binner bin(range, p.nbins);
+    const BinOf<T> bin(range, p.nbins);
     // The tiles the window meets; one thread per tile, so no two threads share a histogram.
     const int i0 = g.tile_row(own.row0), i1 = g.tile_row(own.row0 + own.rows - 1);
     const int j0 = g.tile_col(own.col0), j1 = g.tile_col(own.col0 + own.cols - 1);
     const int ni = i1 - i0 + 1, nj = j1 - j0 + 1;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (own.size() >= kParallelMinPixels)
     for (int k = 0; k < ni * nj; ++k) {
         const int i = i0 + k / nj, j = j0 + k % nj;
         const int64_t r0 = std::max(own.row0, g.row_start(i)), r1 = std::min(own.row0 + own.rows, g.row_start(i + 1));
@@ -113,25 +136,30 @@ void histograms(const T* img, const uint8_t* valid, const Window& own, int64_t s
             const T* row = img + (r - own.row0) * stride;
             const uint8_t* vr = valid ? valid + (r - own.row0) * stride : nullptr;
             for (int64_t c = c0 - own.col0; c < c1 - own.col0; ++c)
-                if (is_valid(row, vr, c)) ++h[bin(static_cast<double>(row[c]))];
+                if (is_valid(row, vr, c)) ++h[bin(row[c])];
         }
     }
 }
 
-template <class T, class O>
-void apply(const T* img, const uint8_t* valid, const Window& own, int64_t stride, const ClaheGrid& g,
-           const ClaheParams& p, const ClaheRange& range, const uint16_t* lut, O* out, int64_t out_stride) {
-    if (std::is_same_v<O, uint8_t> && p.out_bits != 8)
-        throw std::invalid_argument("clahe: an 8-bit output buffer needs out_bits = 8");
-    if (own.rows <= 0 || own.cols <= 0) return;
-    const Binner bin(range, p.nbins);
+// Per column of the window: the two tile columns' LUT offsets and the weights.
+struct ColWeight {
+    int32_t o1 = 0, o2 = 0;  // tile column * nbins
+    uint32_t wx = 0, vx = 0; // weight of the second tile, of the first (dx - wx)
+    uint64_t dx = 1;
+};
+
+template <bool kFast, class T, class O>
+void apply_rows(const T* img, const uint8_t* valid, const Window& own, int64_t stride, const ClaheGrid& g,
+                const ClaheParams& p, const BinOf<T>& bin, const uint16_t* lut, O* out, int64_t out_stride) {
     const int64_t nb = p.nbins;
-    std::vector<AxisWeight> cw(static_cast<size_t>(own.cols));
-    for (int64_t c = 0; c < own.cols; ++c) cw[static_cast<size_t>(c)] = axis_weight(own.col0 + c, g.W, g.tx);
-    // dx dy <= 2^26 and num < 2^43: the double quotient rounds half up exactly like the
-    // integer formula (its error < 2^-35 < 1 / (2 dx dy), and halves are exact).
-    const bool fast = max_centre_gap(g.W, g.tx) * max_centre_gap(g.H, g.ty) <= (int64_t{1} << 26);
-#pragma omp parallel for schedule(static)
+    std::vector<ColWeight> cw(static_cast<size_t>(own.cols));
+    for (int64_t c = 0; c < own.cols; ++c) {
+        const AxisWeight a = axis_weight(own.col0 + c, g.W, g.tx);
+        cw[static_cast<size_t>(c)] = {static_cast<int32_t>(a.t1 * nb), static_cast<int32_t>(a.t2 * nb),
+                                      static_cast<uint32_t>(a.w), static_cast<uint32_t>(a.d - a.w),
+                                      static_cast<uint64_t>(a.d)};
+    }
+#pragma omp parallel for schedule(static) if (own.size() >= kParallelMinPixels)
     for (int64_t r = 0; r < own.rows; ++r) {
         const AxisWeight rw = axis_weight(own.row0 + r, g.H, g.ty);
         const uint16_t* top = lut + static_cast<int64_t>(rw.t1) * g.tx * nb;
@@ -146,20 +174,34 @@ void apply(const T* img, const uint8_t* valid, const Window& own, int64_t stride
                 o[c] = 0;
                 continue;
             }
-            const AxisWeight& a = cw[static_cast<size_t>(c)];
-            const int64_t b = bin(static_cast<double>(row[c]));
-            const uint64_t wx = static_cast<uint64_t>(a.w), vx = static_cast<uint64_t>(a.d - a.w);
-            const uint64_t t = uint64_t{top[a.t1 * nb + b]} * vx + uint64_t{top[a.t2 * nb + b]} * wx;
-            const uint64_t u = uint64_t{bot[a.t1 * nb + b]} * vx + uint64_t{bot[a.t2 * nb + b]} * wx;
-            const uint64_t num = t * vy + u * wy, den = static_cast<uint64_t>(a.d) * dy;
+            const ColWeight& a = cw[static_cast<size_t>(c)];
+            const int b = bin(row[c]);
+            const uint64_t t = uint64_t{top[a.o1 + b]} * a.vx + uint64_t{top[a.o2 + b]} * a.wx;
+            const uint64_t u = uint64_t{bot[a.o1 + b]} * a.vx + uint64_t{bot[a.o2 + b]} * a.wx;
+            const uint64_t num = t * vy + u * wy, den = a.dx * dy;
             uint64_t v;
-            if (fast)
+            if constexpr (kFast)
                 v = static_cast<uint64_t>(static_cast<double>(num) / static_cast<double>(den) + 0.5);
             else
                 v = (2 * num + den) / (2 * den);
             o[c] = static_cast<O>(v);
         }
     }
+}
+
+template <class T, class O>
+void apply(const T* img, const uint8_t* valid, const Window& own, int64_t stride, const ClaheGrid& g,
+           const ClaheParams& p, const ClaheRange& range, const uint16_t* lut, O* out, int64_t out_stride) {
+    if (std::is_same_v<O, uint8_t> && p.out_bits != 8)
+        throw std::invalid_argument("clahe: an 8-bit output buffer needs out_bits = 8");
+    if (own.rows <= 0 || own.cols <= 0) return;
+    const BinOf<T> bin(range, p.nbins);
+    // dx dy <= 2^26 and num < 2^43: the double quotient rounds half up exactly like the
+    // integer formula (its error < 2^-35 < 1 / (2 dx dy), and halves are exact).
+    if (max_centre_gap(g.W, g.tx) * max_centre_gap(g.H, g.ty) <= (int64_t{1} << 26))
+        apply_rows<true>(img, valid, own, stride, g, p, bin, lut, out, out_stride);
+    else
+        apply_rows<false>(img, valid, own, stride, g, p, bin, lut, out, out_stride);
 }
 
 template <class T, class O>
@@ -240,7 +282,7 @@ void clahe_histograms(const uint16_t* img, const uint8_t* valid, const Window& o
 void clahe_luts(const uint32_t* hist, const ClaheGrid& g, const ClaheParams& p, uint16_t* lut) {
     const int nb = p.nbins;
     const uint64_t out_max = p.out_bits == 8 ? 255 : 65535;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (static_cast<int64_t>(g.tiles()) * p.nbins >= kParallelMinPixels)
     for (int t = 0; t < g.tiles(); ++t) {
         const uint32_t* src = hist + static_cast<int64_t>(t) * nb;
         uint16_t* dst = lut + static_cast<int64_t>(t) * nb;

@@ -1,4 +1,12 @@
 // Off-axis hologram demodulation, CPU backend (FFTW single precision); see kernels/hologram.h.
+
+// The phase loop vectorises only when comparisons may be evaluated unconditionally: no
+// trapping math (this changes no value: FP exceptions are not trapped here anyway). Before
+// every include, so that the inlined <cmath> helpers are compiled the same way.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #include "kernels/hologram.h"
 
 #include <fftw3.h>
@@ -36,32 +44,30 @@ HologramPlan::HologramPlan(int64_t rows, int64_t cols) : rows_(rows), cols_(cols
     if (rows < 2 || cols < 2)
         throw std::invalid_argument("hologram of " + std::to_string(cols) + "x" + std::to_string(rows) +
                                     " (cols x rows); at least 2x2 is needed");
-    if (rows > std::numeric_limits<int>::max() || cols > std::numeric_limits<int>::max())
+    if (rows > std::numeric_limits<int>::max() / 2 || cols > std::numeric_limits<int>::max() / 2 ||
+        rows * cols > std::numeric_limits<int>::max())
         throw std::invalid_argument("hologram too large for one FFT");
     const auto n = static_cast<size_t>(rows * cols);
     const auto nh = static_cast<size_t>(rows * half_cols());
+    const int H = static_cast<int>(rows), W = static_cast<int>(cols);
     std::lock_guard<std::mutex> lock(planner_mutex());
     in_ = fftwf_alloc_real(n);
     half_ = reinterpret_cast<std::complex<float>*>(fftwf_alloc_complex(nh));
     full_ = reinterpret_cast<std::complex<float>*>(fftwf_alloc_complex(n));
-    if (!in_ || !half_ || !full_) {
-        fftwf_free(in_);
-        fftwf_free(half_);
-        fftwf_free(full_);
-        throw std::bad_alloc();
+    if (in_ && half_ && full_) {
+        // FFTW_ESTIMATE: the algorithm depends on sizes and flags only (never on timings),
+        // so every plan of a size computes bit-identical transforms (header note).
+        fwd_ = fftwf_plan_dft_r2c_2d(H, W, in_, reinterpret_cast<fftwf_complex*>(half_), FFTW_ESTIMATE);
+        auto* f = reinterpret_cast<fftwf_complex*>(full_);
+        rows_plan_ = fftwf_plan_many_dft(1, &W, H, f, nullptr, 1, W, f, nullptr, 1, W, FFTW_BACKWARD, FFTW_ESTIMATE);
     }
-    // FFTW_ESTIMATE: the algorithm depends on sizes and flags only (never on timings),
-    // so every plan of a size computes bit-identical transforms (header note).
-    fwd_ = fftwf_plan_dft_r2c_2d(static_cast<int>(rows), static_cast<int>(cols), in_,
-                                 reinterpret_cast<fftwf_complex*>(half_), FFTW_ESTIMATE);
-    inv_ = fftwf_plan_dft_2d(static_cast<int>(rows), static_cast<int>(cols), reinterpret_cast<fftwf_complex*>(full_),
-                             reinterpret_cast<fftwf_complex*>(full_), FFTW_BACKWARD, FFTW_ESTIMATE);
-    if (!fwd_ || !inv_) {
+    if (!fwd_ || !rows_plan_) {
         if (fwd_) fftwf_destroy_plan(static_cast<fftwf_plan>(fwd_));
-        if (inv_) fftwf_destroy_plan(static_cast<fftwf_plan>(inv_));
+        if (rows_plan_) fftwf_destroy_plan(static_cast<fftwf_plan>(rows_plan_));
         fftwf_free(in_);
         fftwf_free(half_);
         fftwf_free(full_);
+        if (!in_ || !half_ || !full_) throw std::bad_alloc();
         throw std::runtime_error("FFTW could not plan a " + std::to_string(cols) + "x" + std::to_string(rows) +
                                  " transform");
     }
@@ -70,10 +76,12 @@ HologramPlan::HologramPlan(int64_t rows, int64_t cols) : rows_(rows), cols_(cols
 HologramPlan::~HologramPlan() {
     std::lock_guard<std::mutex> lock(planner_mutex());
     fftwf_destroy_plan(static_cast<fftwf_plan>(fwd_));
-    fftwf_destroy_plan(static_cast<fftwf_plan>(inv_));
+    fftwf_destroy_plan(static_cast<fftwf_plan>(rows_plan_));
+    if (band_plan_) fftwf_destroy_plan(static_cast<fftwf_plan>(band_plan_));
     fftwf_free(in_);
     fftwf_free(half_);
     fftwf_free(full_);
+    fftwf_free(band_data_);
 }
 
 void HologramPlan::forward(const float* intensity) {
@@ -81,7 +89,61 @@ void HologramPlan::forward(const float* intensity) {
     fftwf_execute(static_cast<fftwf_plan>(fwd_));
 }
 
-void HologramPlan::inverse() { fftwf_execute(static_cast<fftwf_plan>(inv_)); }
+// The compact band array and its plan, made once per band width (normally once).
+void HologramPlan::prepare_band(int64_t width) {
+    if (width == band_) return;
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    if (band_plan_) fftwf_destroy_plan(static_cast<fftwf_plan>(band_plan_));
+    fftwf_free(band_data_);
+    band_plan_ = nullptr;
+    band_ = 0;
+    band_data_ = reinterpret_cast<std::complex<float>*>(fftwf_alloc_complex(static_cast<size_t>(width * rows_)));
+    if (!band_data_) throw std::bad_alloc();
+    const int H = static_cast<int>(rows_);
+    auto* b = reinterpret_cast<fftwf_complex*>(band_data_);
+    band_plan_ = fftwf_plan_many_dft(1, &H, static_cast<int>(width), b, nullptr, 1, H, b, nullptr, 1, H,
+                                     FFTW_BACKWARD, FFTW_ESTIMATE);
+    if (!band_plan_) throw std::runtime_error("FFTW could not plan the sideband transform");
+    band_ = width;
+}
+
+void HologramPlan::synthesise(const CarrierPeak& carrier, double radius, SidebandWindow window) {
+    const int64_t H = rows_, W = cols_;
+    const int64_t cy = carrier.row - H / 2, cx = carrier.col - W / 2;
+    const auto Ri = static_cast<int64_t>(std::floor(radius));
+    const int64_t B = 2 * Ri + 1;  // < min(H, W): filter_radius() caps the radius
+    prepare_band(B);
+    const double R2 = radius * radius;
+    const float scale = 1.0f / static_cast<float>(H * W);  // FFTW transforms are unnormalised
+    const bool hann = window == SidebandWindow::kHann;
+    std::complex<float>* band = band_data_;
+    // Column j of the band is the spectral column kx = j - Ri (centred on the carrier),
+    // a contiguous vector over ky (index ky mod H). Each entry is written by one (j, dy):
+    // the result does not depend on the number of threads.
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < B; ++j) {
+        std::complex<float>* col = band + j * H;
+        std::memset(static_cast<void*>(col), 0, static_cast<size_t>(H) * sizeof(*col));
+        const int64_t dx = j - Ri;
+        for (int64_t dy = -Ri; dy <= Ri; ++dy) {
+            const double d2 = static_cast<double>(dy * dy + dx * dx);
+            if (d2 > R2) continue;
+            float w = scale;
+            if (hann) w = static_cast<float>(0.5 * (1.0 + std::cos(std::numbers::pi * std::sqrt(d2) / radius))) * scale;
+            col[mod(dy, H)] = bin(cy + dy, cx + dx) * w;
+        }
+    }
+    // Inverse along ky for the band's columns (contiguous), then scatter them into the
+    // rows of the full array (zero elsewhere) and inverse along kx for every row.
+    fftwf_execute(static_cast<fftwf_plan>(band_plan_));
+#pragma omp parallel for schedule(static)
+    for (int64_t y = 0; y < H; ++y) {
+        std::complex<float>* row = full_ + y * W;
+        std::memset(static_cast<void*>(row), 0, static_cast<size_t>(W) * sizeof(*row));
+        for (int64_t j = 0; j < B; ++j) row[mod(j - Ri, W)] = band[j * H + y];
+    }
+    fftwf_execute(static_cast<fftwf_plan>(rows_plan_));
+}
 
 std::complex<float> HologramPlan::bin(int64_t ky, int64_t kx) const {
     ky = mod(ky, rows_);
@@ -155,29 +217,9 @@ CarrierPeak demodulate(HologramPlan& plan, const HologramParams& p, const float*
     } else {
         c = find_carrier(plan, dc_exclusion_radius(p, H, W));
     }
-    const int64_t cy = c.row - H / 2, cx = c.col - W / 2;
-    const double R = filter_radius(p, H, W, c);
-    const auto Ri = static_cast<int64_t>(std::floor(R));
-    const double R2 = R * R;
-    const float scale = 1.0f / static_cast<float>(H * W);  // FFTW transforms are unnormalised
-    const bool hann = p.window == SidebandWindow::kHann;
-
-    std::complex<float>* G = plan.field();
-    std::memset(static_cast<void*>(G), 0, static_cast<size_t>(H * W) * sizeof(std::complex<float>));
-    // The disc around the carrier, moved to the zero frequency. Each output bin is written
-    // by exactly one (dy, dx): the result does not depend on the number of threads.
-#pragma omp parallel for schedule(static)
-    for (int64_t dy = -Ri; dy <= Ri; ++dy) {
-        for (int64_t dx = -Ri; dx <= Ri; ++dx) {
-            const double d2 = static_cast<double>(dy * dy + dx * dx);
-            if (d2 > R2) continue;
-            float w = scale;
-            if (hann) w = static_cast<float>(0.5 * (1.0 + std::cos(std::numbers::pi * std::sqrt(d2) / R))) * scale;
-            G[mod(dy, H) * W + mod(dx, W)] = plan.bin(cy + dy, cx + dx) * w;
-        }
-    }
-    plan.inverse();
-    if (field_out != G) std::memcpy(static_cast<void*>(field_out), G, static_cast<size_t>(H * W) * sizeof(*G));
+    plan.synthesise(c, filter_radius(p, H, W, c), p.window);
+    if (field_out != plan.field())
+        std::memcpy(static_cast<void*>(field_out), plan.field(), static_cast<size_t>(H * W) * sizeof(*field_out));
     return c;
 }
 
@@ -194,13 +236,42 @@ void divide_by_reference(std::complex<float>* field, const std::complex<float>* 
     }
 }
 
-void wrapped_phase(const std::complex<float>* field, float* phase, int64_t n) {
+namespace {
+
+// atan2 in float: octant reduction to a in [0, 1], Cephes' atanf (reduction by tan(pi/8),
+// degree-9 odd polynomial), then the octant undone. Plain float operations in a fixed
+// order, no libm: the same bits everywhere, and the loop below vectorises.
+inline float fast_phase(float im, float re) {
     constexpr float pi = std::numbers::pi_v<float>;
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-        const float p = std::atan2(field[i].imag(), field[i].real());
-        phase[i] = p >= pi ? -pi : p;
-    }
+    constexpr float pi_2 = std::numbers::pi_v<float> / 2;
+    constexpr float pi_4 = std::numbers::pi_v<float> / 4;
+    // Every operation is evaluated unconditionally and merged by selects, so that the loop
+    // below has no control flow (and no conditional division) and vectorises.
+    const float ax = std::fabs(re), ay = std::fabs(im);
+    const float mx = ax > ay ? ax : ay, mn = ax > ay ? ay : ax;
+    const float q = mn / mx;
+    const float a = mx == 0.0f ? 0.0f : q;  // [0, 1]; NaN stays NaN
+    const bool big = a > 0.41421356f;  // tan(pi/8)
+    const float tb = (a - 1.0f) / (a + 1.0f);
+    const float t = big ? tb : a;
+    const float z = t * t;
+    float r = ((((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z - 3.33329491539e-1f) * z) *
+                  t + t;
+    r = big ? r + pi_4 : r;
+    r = ay > ax ? pi_2 - r : r;
+    r = std::signbit(re) ? pi - r : r;
+    r = std::signbit(im) ? -r : r;
+    return r >= pi ? -pi : r;  // [-pi, pi)
+}
+
+}  // namespace
+
+float phase_of(float im, float re) { return fast_phase(im, re); }
+
+void wrapped_phase(const std::complex<float>* field, float* phase, int64_t n) {
+    const float* f = reinterpret_cast<const float*>(field);
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) phase[i] = fast_phase(f[2 * i + 1], f[2 * i]);
 }
 
 void field_amplitude(const std::complex<float>* field, float* amplitude, int64_t n) {

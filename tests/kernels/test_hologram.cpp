@@ -334,6 +334,28 @@ TEST(Hologram, PlanReuseIsBitIdentical) {
     EXPECT_EQ(b1.carrier.col, 128 + 60);
 }
 
+// Our float atan2 against libm's double atan2 on a dense set of directions and radii.
+TEST(Hologram, PhaseOfMatchesAtan2) {
+    double worst = 0;
+    for (int k = 0; k < 200000; ++k) {
+        const double ang = -kPi + 2 * kPi * (k + 0.5) / 200000.0;
+        for (double rad : {1e-30, 1e-3, 1.0, 7.5, 1e20}) {
+            const float re = static_cast<float>(rad * std::cos(ang)), im = static_cast<float>(rad * std::sin(ang));
+            const double want = std::atan2(static_cast<double>(im), static_cast<double>(re));
+            const float got = phase_of(im, re);
+            ASSERT_GE(got, -std::numbers::pi_v<float>);
+            ASSERT_LT(got, std::numbers::pi_v<float>);
+            worst = std::max(worst, std::abs(wrap(static_cast<double>(got) - want)));
+        }
+    }
+    std::printf("[ measured ] phase_of vs atan2: max error %.3g rad\n", worst);
+    EXPECT_LT(worst, 4e-7);
+    EXPECT_EQ(phase_of(0.0f, 0.0f), 0.0f);
+    EXPECT_EQ(phase_of(1.0f, 0.0f), std::numbers::pi_v<float> / 2);
+    EXPECT_EQ(phase_of(0.0f, -1.0f), -std::numbers::pi_v<float>);
+    EXPECT_TRUE(std::isnan(phase_of(std::nanf(""), 1.0f)));
+}
+
 TEST(Hologram, PhaseRangeAndZeroReference) {
     const float pi = std::numbers::pi_v<float>;
     std::vector<std::complex<float>> f = {{-1.0f, 0.0f}, {-1.0f, -0.0f}, {0.0f, 1.0f}, {1.0f, 0.0f}, {2.0f, 2.0f}};

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# On the GPU host, from an unpacked bundle: end-to-end `--backend cuda` against
+# `--backend cpu` through GDAL and HDF5, every synthetic case, several tile sizes,
+# 1 and 2 ranks sharing one GPU. Prints one line per comparison and a summary.
+#   bash jobs/gpu/device_e2e.sh BUNDLE_DIR [SIZE]
+set -u
+b=$1 size=${2:-1024}
+. "$b/env.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+d=$(mktemp -d)
+pass=0 fail=0
+for c in bowl topo holes fringes; do
+  tessera synth --case $c --size ${size}x${size} --seed 3 "$d" >/dev/null || { echo "synth $c failed"; fail=$((fail+1)); continue; }
+  for tile in 64 300 1024; do
+    common="-q --save-cycles --tile-size $tile --coherence $d/${c}_coherence.tif --min-coherence 0.2 $d/${c}_wrapped.tif"
+    tessera unwrap --backend cpu $common $d/cpu.h5 || { fail=$((fail+1)); continue; }
+    tessera unwrap --backend cuda $common $d/gpu.h5 || { fail=$((fail+1)); continue; }
+    mpirun --oversubscribe -np 2 tessera unwrap --backend cuda --share-gpus $common $d/gpu2.h5 || { fail=$((fail+1)); continue; }
+    for other in gpu gpu2; do
+      if out=$(h5_same $d/cpu.h5 $d/$other.h5 unwrapped_phase cycles connected_components); then
+        pass=$((pass+1)); echo "$c tile $tile cpu vs $other: identical"
+      else
+        fail=$((fail+1)); echo "$c tile $tile cpu vs $other: $out"
+      fi
+    done
+  done
+done
+rm -rf "$d"
+echo "end-to-end cuda vs cpu: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
