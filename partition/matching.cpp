@@ -36,6 +36,12 @@ bool by_cut(const Cut& a, const Cut& b) { return a.id_a != b.id_a ? a.id_a < b.i
 
 std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t D, Comm& comm,
                                 MatchStats& st) {
+    HostCandidateSearch search;
+    return match_residues(owned, grid, D, comm, st, search);
+}
+
+std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t D, Comm& comm,
+                                MatchStats& st, CandidateSearch& search) {
     const int64_t H = grid.tiles.H, W = grid.tiles.W;
     const int self = comm.rank(), P = comm.size();
     const Window own = grid.own(self);
@@ -81,31 +87,39 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
         return (it != res.end() && it->id == id) ? static_cast<int32_t>(it - res.begin()) : kPartnerUnknown;
     };
 
-    ResidueGrid bins;
-    const Window area{std::max<int64_t>(0, own.row0 - D - 1), std::max<int64_t>(0, own.col0 - D - 1), 0, 0};
-    bins.build(res, {},
-               Window{area.row0, area.col0, std::min(H, own.row0 + own.rows + D + 1) - area.row0,
-                      std::min(W, own.col0 + own.cols + D + 1) - area.col0},
-               kPhaseACell);
+    {
+        const int64_t row0 = std::max<int64_t>(0, own.row0 - D - 1), col0 = std::max<int64_t>(0, own.col0 - D - 1);
+        const Window area{row0, col0, std::min(H, own.row0 + own.rows + D + 1) - row0,
+                          std::min(W, own.col0 + own.cols + D + 1) - col0};
+        search.bind(res, area, kPhaseACell, D, H, W);
+    }
 
     std::vector<uint8_t> matched(res.size(), 0), fresh(res.size(), 1);
     std::vector<Candidate> cand(res.size());
+    std::vector<int32_t> which;
+    std::vector<Candidate> found;
     std::vector<Cut> cuts;
     for (;;) {
         // (a) Owned free residues whose candidate is unknown or was taken: search within D.
         //     A stale view of a halo residue can only point at a taken one, which (c)
         //     then refuses; it never yields a wrong acceptance (section 3).
-        int64_t active = 0;
-#pragma omp parallel for schedule(dynamic, 256) reduction(+ : active)
+        which.clear();
         for (int64_t k = 0; k < n_own; ++k) {
             const int32_t i = owned_local[static_cast<size_t>(k)];
             if (matched[i]) continue;
-            Candidate& c = cand[i];
-            if (fresh[i] || (c.partner >= 0 && matched[c.partner])) {
-                c = best_candidate(bins, res, matched.data(), i, D, H, W);
-                fresh[i] = 0;
-            }
-            active += c.partner != kPartnerNone;
+            const Candidate& c = cand[i];
+            if (fresh[i] || (c.partner >= 0 && matched[c.partner])) which.push_back(i);
+        }
+        found.resize(which.size());
+        search.search(which, matched.data(), found.data());
+        for (size_t k = 0; k < which.size(); ++k) {
+            cand[which[k]] = found[k];
+            fresh[which[k]] = 0;
+        }
+        int64_t active = 0;
+        for (int64_t k = 0; k < n_own; ++k) {
+            const int32_t i = owned_local[static_cast<size_t>(k)];
+            if (!matched[i]) active += cand[i].partner != kPartnerNone;
         }
         if (comm.sum(active) == 0) break;
         ++st.rounds;

@@ -110,7 +110,9 @@ public:
         o.SetNameValue("BLOCKXSIZE", "256");
         o.SetNameValue("BLOCKYSIZE", "256");
         o.SetNameValue("COMPRESS", "DEFLATE");
+        o.SetNameValue("ZLEVEL", "1");
         o.SetNameValue("PREDICTOR", "2");
+        o.SetNameValue("NUM_THREADS", "ALL_CPUS");
         o.SetNameValue("BIGTIFF", "IF_SAFER");
         ds_.reset(drv->Create(tmp_.c_str(), static_cast<int>(W), static_cast<int>(H), 1, type_, o.List()));
         if (!ds_) fail("cannot create " + tmp_, quiet);

@@ -10,6 +10,10 @@
 
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
+#include "src/background_command.h"
+#include "src/batch.h"
+#include "src/clahe_command.h"
+#include "src/hologram_command.h"
 #include "src/synth.h"
 #include "src/unwrap_pipeline.h"
 
@@ -75,8 +79,8 @@ int main(int argc, char** argv) {
     tessera::UnwrapOptions uo;
     std::vector<int64_t> reference;
     auto* unwrap = app.add_subcommand("unwrap", "unwrap a wrapped phase or complex interferogram (any GDAL raster)");
-    unwrap->add_option("IN", uo.input, "wrapped phase (float32/64) or complex interferogram raster")->required();
-    unwrap->add_option("OUT", uo.output, "result HDF5 file (.h5)")->required();
+    tessera::UnwrapBatchCli ub;  // IN... OUT, --from-hologram and its demodulation options
+    tessera::add_unwrap_batch_options(unwrap, ub);
     unwrap->add_option("--coherence", uo.coherence, "coherence raster of the same size (0 or NaN = masked)");
     unwrap->add_option("--mask", uo.mask, "mask raster of the same size (nonzero = valid)");
     unwrap->add_option("--band", uo.band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
@@ -92,6 +96,8 @@ int main(int argc, char** argv) {
     unwrap->add_option("--compress-phase", uo.compress_phase, "deflate level 0-9 of /unwrapped_phase (0 = none)")
         ->capture_default_str()
         ->check(CLI::Range(0, 9));
+    unwrap->add_option("--quicklook", uo.quicklook,
+                       "also write a PNG quicklook: unwrapped phase and components side by side (<= 1024 px)");
     unwrap->add_option("--geotiff", uo.geotiff, "also write the unwrapped phase as a GeoTIFF");
     unwrap->add_flag("--save-cycles", uo.save_cycles, "write /cycles (int32 k)");
     unwrap->add_flag("--save-residues", uo.save_residues, "write /residues (int8 charges)");
@@ -104,6 +110,10 @@ int main(int argc, char** argv) {
     unwrap->add_option("--rank-grid", uo.rank_grid, "PxQ ranks over the tile grid (default: automatic)");
     unwrap->add_option("--device", uo.device, "CUDA device for every rank (default: the node-local rank's)");
     unwrap->add_flag("--share-gpus", uo.share_gpus, "allow more ranks than GPUs on a node");
+
+    auto* hologram = tessera::add_hologram_command(app);
+    tessera::add_background_command(app);  // runs from its own callback
+    tessera::add_clahe_command(app);
 
     std::string synth_case = "topo", synth_size = "1024x1024", synth_dir;
     uint64_t synth_seed = 1;
@@ -130,12 +140,28 @@ int main(int argc, char** argv) {
             if (!reference.empty()) uo.reference = std::pair<int64_t, int64_t>{reference[0], reference[1]};
             if (backend_name == "cuda" || (backend_name == "auto" && tessera::cuda_backend_available()))
                 uo.backend = tessera::Backend::kCuda;
+            uo.output = ub.output();
+            const std::vector<std::string> inputs = tessera::expand_inputs(ub.input_items());
+            if (tessera::unwrap_is_batch(ub, inputs, uo.output)) {
+                // Many frames: spread over the ranks, each frame unwrapped by one rank.
+                const int conflicts = tessera::run_unwrap_batch(inputs, uo, uo.output, ub.from_hologram,
+                                                                ub.hologram_params(), ub.hologram_reference);
+                if (conflicts != 0)
+                    return fail("internal error: " + std::to_string(conflicts) +
+                                    " union-find conflicts (please report this input)",
+                                3, true);
+                MPI_Finalize();
+                return 0;
+            }
+            uo.input = inputs[0];
             const tessera::UnwrapReport rep = tessera::run_unwrap(uo, MPI_COMM_WORLD);
             int rank = 0;
             MPI_Comm_rank(MPI_COMM_WORLD, &rank);
             if (!uo.quiet && rank == 0) print_report(uo, rep);
             if (rep.conflicts != 0) return fail("internal error: " + std::to_string(rep.conflicts) +
                                                     " union-find conflicts (please report this input)", 3);
+        } else if (*hologram) {
+            tessera::run_hologram_command();
         } else if (*synth) {
             const auto x = synth_size.find('x');
             if (x == std::string::npos) throw tessera::InputError(synth_size, "--size must be ROWSxCOLS");

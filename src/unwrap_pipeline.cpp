@@ -17,6 +17,7 @@
 #include "io/output_path.h"
 #include "io/raster_reader.h"
 #include "src/progress.h"
+#include "src/quicklook.h"
 #include "src/unwrap_region.h"
 #include "partition/comm.h"
 #include "partition/rank_grid.h"
@@ -150,6 +151,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
         if (opt.tile_size < 2) throw InputError(opt.input, "--tile-size must be at least 2");
         if (opt.max_pair_distance < 1) throw InputError(opt.input, "--max-pair-distance must be at least 1");
         if (!opt.geotiff.empty()) check_output_directory(opt.geotiff);
+        if (!opt.quicklook.empty()) check_output_directory(opt.quicklook);
         grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
     });
     if (opt.backend == Backend::kCuda) {
@@ -301,6 +303,21 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
     for (StageTime& t : rep.times) {
         t.seconds = comm.max(t.seconds);
         attrs.push_back({"time_" + t.stage, t.seconds});
+    }
+    if (!opt.quicklook.empty()) {
+        // Each rank reduces its window to quicklook cells; rank 0 draws them (a failed PNG leaves no .h5).
+        const QuicklookGrid qg = quicklook_grid(H, W, 1024);
+        const auto parts = comm.gatherv(quicklook_cells(phase.data() + o, label.data() + o, own, stride, qg), 0);
+        std::string err;
+        if (rank == 0) {
+            try {
+                write_quicklook_cells(opt.quicklook, qg, parts);
+            } catch (const std::exception& e) {
+                err = e.what();
+            }
+        }
+        if (comm.max(int64_t{!err.empty()}))
+            throw InputError::everywhere(rank == 0 ? err : opt.quicklook + ": quicklook failed");
     }
     out->write_attributes(attrs);
     out->commit();

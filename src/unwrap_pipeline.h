@@ -16,6 +16,7 @@ namespace tessera {
 struct UnwrapOptions {
     std::string input, output;
     std::string coherence, mask, geotiff;  // empty = none
+    std::string quicklook;                 // PNG; empty = none
     int band = 1;
     int64_t tile_size = 512;
     int64_t max_pair_distance = 64;

@@ -1,6 +1,7 @@
 #include "src/unwrap_region.h"
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 
 #include "kernels/cpu/region.h"
@@ -27,7 +28,11 @@ RegionStats run_stages(const RegionArrays& a, const RankGrid& grid, Comm& comm, 
     stage("residues");
 
     MatchStats ms;
-    const std::vector<Cut> cuts = match_residues(res, grid, p.max_pair_distance, comm, ms);
+    std::vector<Cut> cuts;
+    {
+        const std::unique_ptr<CandidateSearch> search = region.candidate_search();  // the backend's phase A search
+        cuts = match_residues(res, grid, p.max_pair_distance, comm, ms, *search);
+    }
     st.residues = ms.residues;
     st.rounds = ms.rounds;
     st.leftovers = ms.leftovers;

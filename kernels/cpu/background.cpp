@@ -5,10 +5,12 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "partition/comm.h"
@@ -400,6 +402,57 @@ double evaluate_surface(const SurfaceFit& fit, int64_t r, int64_t c, int64_t H, 
     return eval_x(a, fit.degree, surface_coord(c, W));
 }
 
+// One row of subtract_surface: first the residuals (no branches, so the loop can be
+// vectorised; the same double Horner steps as eval_x), then the squares of the used
+// ones in 4 interleaved partial sums (the RMS is a report; this order is fixed for a
+// given window).
+template <int N>
+void subtract_row(float* zr, const uint8_t* vr, const uint8_t* mr, int64_t cols, const double* xs, const double* a,
+                  double& sq_out, int64_t& cnt_out) {
+    // Validity and the NaN select in integer bits: a floating-point compare or select
+    // may trap (-ftrapping-math), which keeps the compiler from vectorising the loop.
+    constexpr uint32_t kNaN = 0x7fc00000u, kExp = 0x7f800000u;
+    auto residuals = [&](auto has_valid) {
+        for (int64_t c = 0; c < cols; ++c) {
+            const float v = zr[c];
+            double s = a[N];
+            for (int i = N - 1; i >= 0; --i) s = s * xs[c] + a[i];
+            const float d = v - static_cast<float>(s);
+            bool ok = (std::bit_cast<uint32_t>(v) & kExp) != kExp;  // finite
+            if constexpr (decltype(has_valid)::value) ok = ok & (vr[c] != 0);
+            const uint32_t m = 0u - static_cast<uint32_t>(ok);
+            zr[c] = std::bit_cast<float>((std::bit_cast<uint32_t>(d) & m) | (kNaN & ~m));
+        }
+    };
+    if (vr) residuals(std::true_type{});
+    else residuals(std::false_type{});
+    double sq[4] = {0, 0, 0, 0};
+    int64_t cnt = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+        const float d = zr[c];
+        const bool use = !std::isnan(d) && (mr == nullptr || mr[c] != 0);
+        sq[c & 3] += use ? static_cast<double>(d) * static_cast<double>(d) : 0.0;
+        cnt += use;
+    }
+    sq_out = (sq[0] + sq[1]) + (sq[2] + sq[3]);
+    cnt_out = cnt;
+}
+
+using SubtractRowFn = void (*)(float*, const uint8_t*, const uint8_t*, int64_t, const double*, const double*,
+                               double&, int64_t&);
+
+SubtractRowFn subtract_row_for(int degree) {
+    switch (degree) {
+        case 0: return &subtract_row<0>;
+        case 1: return &subtract_row<1>;
+        case 2: return &subtract_row<2>;
+        case 3: return &subtract_row<3>;
+        case 4: return &subtract_row<4>;
+        case 5: return &subtract_row<5>;
+        default: return &subtract_row<6>;
+    }
+}
+
 ResidualSums subtract_surface(float* z, const uint8_t* valid, const uint8_t* mask, const Window& own,
                               int64_t stride, int64_t H, int64_t W, const SurfaceFit& fit) {
     check_degree(fit.degree);
@@ -407,36 +460,17 @@ ResidualSums subtract_surface(float* z, const uint8_t* valid, const uint8_t* mas
         throw std::invalid_argument("subtract_surface: wrong number of coefficients");
     ResidualSums out;
     if (own.rows <= 0 || own.cols <= 0) return out;
-    const int n = fit.degree;
     std::vector<double> xs(static_cast<size_t>(own.cols));
     for (int64_t c = 0; c < own.cols; ++c) xs[static_cast<size_t>(c)] = surface_coord(own.col0 + c, W);
     std::vector<double> row_sq(static_cast<size_t>(own.rows), 0.0);
     std::vector<int64_t> row_n(static_cast<size_t>(own.rows), 0);
-    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const SubtractRowFn row_fn = subtract_row_for(fit.degree);
 #pragma omp parallel for schedule(static) if (own.size() >= kParallelMinPixels)
     for (int64_t r = 0; r < own.rows; ++r) {
         double a[kMaxSurfaceDegree + 1] = {};
         row_poly(fit, surface_coord(own.row0 + r, H), a);
-        float* zr = z + r * stride;
-        const uint8_t* vr = valid ? valid + r * stride : nullptr;
-        const uint8_t* mr = mask ? mask + r * stride : nullptr;
-        double sq = 0;
-        int64_t cnt = 0;
-        for (int64_t c = 0; c < own.cols; ++c) {
-            const float v = zr[c];
-            if ((vr && vr[c] == 0) || !std::isfinite(v)) {
-                zr[c] = nan;
-                continue;
-            }
-            const float d = v - static_cast<float>(eval_x(a, n, xs[static_cast<size_t>(c)]));
-            zr[c] = d;
-            if (!mr || mr[c]) {
-                sq += static_cast<double>(d) * static_cast<double>(d);
-                ++cnt;
-            }
-        }
-        row_sq[static_cast<size_t>(r)] = sq;
-        row_n[static_cast<size_t>(r)] = cnt;
+        row_fn(z + r * stride, valid ? valid + r * stride : nullptr, mask ? mask + r * stride : nullptr, own.cols,
+               xs.data(), a, row_sq[static_cast<size_t>(r)], row_n[static_cast<size_t>(r)]);
     }
     for (int64_t r = 0; r < own.rows; ++r) {
         out.sum_sq += row_sq[static_cast<size_t>(r)];

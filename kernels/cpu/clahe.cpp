@@ -106,6 +106,19 @@ ClaheRange local_range(const T* img, const uint8_t* valid, const Window& own, in
     for (int64_t r = 0; r < own.rows; ++r) {
         const T* row = img + r * stride;
         const uint8_t* vr = valid ? valid + r * stride : nullptr;
+        if constexpr (std::is_same_v<T, uint16_t>) {
+            if (vr == nullptr) {  // every pixel valid: a plain integer min/max (vectorised)
+                uint16_t mn = 65535, mx = 0;
+                for (int64_t c = 0; c < own.cols; ++c) {
+                    mn = std::min(mn, row[c]);
+                    mx = std::max(mx, row[c]);
+                }
+                lo = std::min(lo, static_cast<double>(mn));
+                hi = std::max(hi, static_cast<double>(mx));
+                count += own.cols;
+                continue;
+            }
+        }
         for (int64_t c = 0; c < own.cols; ++c) {
             if (!is_valid(row, vr, c)) continue;
             const double v = static_cast<double>(row[c]);

@@ -2,11 +2,13 @@
 // OpenMP threads. kernels/cuda/region.h mirrors it with device-resident arrays.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "kernels/region.h"
 #include "kernels/residue.h"
+#include "kernels/residue_grid.h"
 #include "kernels/types.h"
 #include "partition/tile_grid.h"
 
@@ -18,6 +20,8 @@ public:
     Region(const RegionArrays& a, const Window& own, const TileGrid& grid);
 
     std::vector<Residue> find_residues();            // the own window's plaquettes, sorted by id
+    // Matching phase A's candidate search (partition/matching.h): HostCandidateSearch.
+    std::unique_ptr<CandidateSearch> candidate_search() const { return std::make_unique<HostCandidateSearch>(); }
     void place_cuts(std::span<const Cut> cuts);      // blocks invalid edges, rasterises the cuts
     RegionComponents union_find();                   // per-tile union-find + cross-tile constraints
     NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`

@@ -67,6 +67,37 @@ struct DeviceRootRecord {
     uint32_t pad = 0;
 };
 
+// Matching phase A's candidate search (kernels/cuda/candidates.cu). DeviceResidue and
+// DeviceCandidate are the byte images of tessera::Residue and tessera::Candidate (checked
+// by static_asserts in region.cpp), so arrays of either are copied as they are.
+struct DeviceResidue {
+    int64_t id = 0;
+    int32_t r = 0, c = 0, sign = 0, pad = 0;
+};
+struct DeviceCandidate {
+    int64_t w = 0, lo = 0, hi = 0;  // EdgeKey
+    int32_t partner = 0, pad = 0;   // index, kDevicePartnerGround or kDevicePartnerNone
+};
+inline constexpr int64_t kDeviceGroundId = INT64_MAX;   // tessera::kGroundId
+inline constexpr int64_t kDeviceNoWeight = INT64_MAX;   // tessera::kNoWeight
+inline constexpr int32_t kDevicePartnerGround = -1;     // tessera::kPartnerGround
+inline constexpr int32_t kDevicePartnerNone = -2;       // tessera::kPartnerNone
+
+// A tessera::ResidueGrid with its CSR arrays in device memory.
+struct DeviceResidueGrid {
+    int64_t row0 = 0, col0 = 0;  // area's top-left pixel
+    int64_t cell = 1, crows = 0, ccols = 0;
+    const int64_t* start = nullptr;  // crows * ccols + 1
+    const int32_t* items = nullptr;
+};
+
+// out[k] = best_candidate(grid, res, matched, which[k], limit, H, W) for k < m, one thread
+// each: the same rings, pruning, EdgeKey order and ground rule as kernels/cpu/residue_grid.cpp.
+// All pointers are device memory.
+void best_candidates(const DeviceResidue* res, const uint8_t* matched, const DeviceResidueGrid& grid,
+                     const int32_t* which, int64_t m, int64_t limit, int64_t H, int64_t W, DeviceCandidate* out,
+                     cudaStream_t s);
+
 // Charges of the plaquettes whose top-left pixel lies in `own` (rows < H-1, cols < W-1),
 // appended in raster order (so ids ascend). The plaquette index is
 // (r - own.row0) * pc + (c - own.col0) with pc = min(own.col0 + own.cols, W - 1) - own.col0.

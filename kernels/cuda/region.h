@@ -15,6 +15,7 @@
 
 #include "kernels/region.h"
 #include "kernels/residue.h"
+#include "kernels/residue_grid.h"
 #include "kernels/types.h"
 #include "partition/tile_grid.h"
 
@@ -32,6 +33,10 @@ class Region {
 public:
     // `own` is a union of whole tiles of `grid`; `a` covers it plus the halo. Uploads the
     // phase and flags of a.buf. Throws std::runtime_error on any CUDA failure.
+    // The host arrays of `a` (large ones: 4 MiB or more) are page-locked with cudaHostRegister
+    // for the Region's lifetime, so that the upload and finish()'s download run at full DMA
+    // speed; they must outlive the Region (they must anyway: finish() writes into them).
+    // Where registering fails (or TESSERA_CUDA_PIN=0 is set) they are copied as pageable memory.
     Region(const RegionArrays& a, const Window& own, const TileGrid& grid);
     ~Region();
     Region(Region&&) noexcept;
@@ -40,6 +45,10 @@ public:
     Region& operator=(const Region&) = delete;
 
     std::vector<Residue> find_residues();            // the own window's plaquettes, sorted by id
+    // Matching phase A's candidate search on this Region's device and stream: the residues and
+    // their cell grid live in device memory from bind() until the search is destroyed, which
+    // must happen before the Region's. Same answers as HostCandidateSearch, bit for bit.
+    std::unique_ptr<CandidateSearch> candidate_search();
     void place_cuts(std::span<const Cut> cuts);      // blocks unreliable edges, rasterises the cuts
     RegionComponents union_find();                   // one union-find over own; no constraints
     NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`

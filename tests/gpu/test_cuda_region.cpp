@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <numbers>
 #include <random>
 #include <string>
@@ -686,7 +687,13 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
         lap("residues");
         used("residues");
         MatchStats ms;
-        const std::vector<Cut> cuts = match_residues(res, grid, 64, self, ms);
+        std::vector<Cut> cuts;
+        {
+            const std::unique_ptr<CandidateSearch> search = region.candidate_search();
+            cuts = match_residues(res, grid, 64, self, ms, *search);
+        }
+        lap("matching");
+        EXPECT_EQ(cuts, match_residues(res, grid, 64, self, ms)) << "device and host phase A searches differ";
         t0 = clock::now();
         region.place_cuts(cuts);
         lap("rasterise");

@@ -11,6 +11,7 @@
 //    (measured 0.100237);
 //  - partition / thread count: bit-identical (moments are exact integers).
 #include <gtest/gtest.h>
+#include <CLI/CLI.hpp>
 #include <mpi.h>
 #include <omp.h>
 
@@ -389,6 +390,23 @@ TEST(BackgroundCommand, BadInputsGiveOneLine) {
     o.input = dir / "thin.tif";
     EXPECT_NE(message(o).find("not positive definite"), std::string::npos) << message(o);
     EXPECT_FALSE(std::filesystem::exists(dir / "out.tif"));
+}
+
+TEST(BackgroundCommand, CliSubcommandRuns) {
+    testing::TempDir dir("bgcli");
+    const Image im = make_image(50, 40, {2.0, 1.0, -1.0}, 0.0, 1);
+    write_geotiff_f32(dir / "in.tif", im.H, im.W, im.z.data(), GeoRef{}, std::nullopt);
+    CLI::App app;
+    add_background_command(app);
+    const std::string in = dir / "in.tif", out = dir / "out.h5";
+    const char* argv[] = {"tessera", "background", in.c_str(), out.c_str(), "--degree", "1", "-q"};
+    app.parse(7, argv);
+    EXPECT_TRUE(std::filesystem::exists(out));
+    RasterReader r("HDF5:\"" + out + "\"://unwrapped_phase", 1);
+    std::vector<float> v(static_cast<size_t>(im.H * im.W));
+    std::vector<uint8_t> ok(v.size());
+    r.read_phase(Window{0, 0, im.H, im.W}, v.data(), ok.data(), im.W);
+    for (float x : v) ASSERT_LT(std::fabs(x), 1e-5);
 }
 
 }  // namespace

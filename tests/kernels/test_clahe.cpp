@@ -5,19 +5,26 @@
 // images, a gradient, images with holes, grids that do not divide the image, 8 and 16
 // bits, float and uint16 input; plus window (rank) invariance and the two division paths.
 #include <gtest/gtest.h>
+#include <CLI/CLI.hpp>
 #include <mpi.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "io/geotiff_writer.h"
+#include "io/input_error.h"
+#include "io/raster_reader.h"
 #include "kernels/clahe.h"
 #include "partition/comm.h"
+#include "src/clahe_command.h"
+#include "support/cli.h"
 
 namespace tessera {
 namespace {
@@ -418,6 +425,88 @@ TEST(Clahe, BadParameters) {
     Comm self(MPI_COMM_SELF);
     EXPECT_THROW(clahe(v.data(), nullptr, Window{0, 0, 50, 100}, 100, 50, 100, p, self, out.data(), 100),
                  std::runtime_error);
+}
+
+// --- the command (one rank) ---------------------------------------------------------
+
+std::vector<uint16_t> read_u16(const std::string& path, int64_t H, int64_t W) {
+    RasterReader r(path, 1);
+    EXPECT_EQ(r.info().rows, H);
+    EXPECT_EQ(r.info().cols, W);
+    std::vector<float> f(static_cast<size_t>(H * W));
+    r.read_float(Window{0, 0, H, W}, f.data(), W);
+    std::vector<uint16_t> out(f.size());
+    for (size_t i = 0; i < f.size(); ++i) out[i] = static_cast<uint16_t>(f[i]);
+    return out;
+}
+
+TEST(ClaheCommand, PngAndTiffEqualTheKernel) {
+    testing::TempDir dir("clahecmd");
+    const int64_t H = 90, W = 130;
+    Img im = random_image(H, W, 21, 0.0);
+    im.v[5] = std::nanf("");  // nodata in the file
+    im.m[5] = 0;
+    GeoRef geo;
+    geo.has_geotransform = true;
+    geo.geotransform = {10, 1, 0, 20, 0, -1};
+    write_geotiff_f32(dir / "amp.tif", H, W, im.v.data(), geo, std::nan(""));
+    for (int bits : {8, 16})
+        for (const char* ext : {".png", ".tif"}) {
+            ClaheOptions o;
+            o.input = dir / "amp.tif";
+            o.output = dir / ("out" + std::to_string(bits) + ext);
+            o.params.tile_rows = 3;
+            o.params.tile_cols = 4;
+            o.params.out_bits = bits;
+            o.params.nbins = 0;  // default for the bits
+            const ClaheReport rep = run_clahe(o, MPI_COMM_WORLD);
+            EXPECT_EQ(rep.params.nbins, bits == 8 ? 256 : 4096);
+            EXPECT_EQ(rep.valid, H * W - 1);
+            ClaheParams p = o.params;
+            p.nbins = rep.params.nbins;
+            expect_same(read_u16(o.output, H, W), run16(im.v, im.m, H, W, p), o.output);
+            if (std::string(ext) == ".tif") {
+                RasterReader r(o.output, 1);
+                EXPECT_TRUE(r.info().has_geotransform);
+                EXPECT_EQ(r.info().data_type, bits == 8 ? "Byte" : "UInt16");
+            }
+        }
+    // Through the CLI subcommand: tiles, bits, bins, range.
+    CLI::App app;
+    add_clahe_command(app);
+    const std::string in = dir / "amp.tif", out = dir / "cli.png";
+    const char* argv[] = {"tessera", "clahe", in.c_str(), out.c_str(), "--tiles", "5x2", "--bits", "16",
+                          "--bins", "1000", "--range", "0", "20", "--clip-limit", "3", "-q"};
+    app.parse(16, argv);
+    ClaheParams p;
+    p.tile_rows = 5;
+    p.tile_cols = 2;
+    p.out_bits = 16;
+    p.nbins = 1000;
+    p.clip_limit = 3;
+    p.fixed_range = true;
+    p.lo = 0;
+    p.hi = 20;
+    expect_same(read_u16(out, H, W), run16(im.v, im.m, H, W, p), "cli");
+    // Errors: one line naming the file.
+    ClaheOptions bad;
+    bad.input = dir / "amp.tif";
+    bad.output = dir / "x.jpg";
+    try {
+        run_clahe(bad, MPI_COMM_WORLD);
+        ADD_FAILURE() << "no error";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("must end in .png or .tif"), std::string::npos) << e.what();
+    }
+    bad.output = dir / "x.png";
+    bad.params.tile_rows = 1000;
+    try {
+        run_clahe(bad, MPI_COMM_WORLD);
+        ADD_FAILURE() << "no error";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("does not fit"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "x.png"));
 }
 
 }  // namespace

@@ -23,6 +23,11 @@
 //     set_tests_properties(mpi_background_clahe_np${np} PROPERTIES LABELS mpi TIMEOUT 120 RESOURCE_LOCK mpi
 //                          ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 //   endforeach()
+// By hand (after building tessera_lib into BUILD), from the repository root:
+//   mpicxx -std=c++20 -O2 -fopenmp -ffp-contract=off -DOMPI_SKIP_MPICXX=1 -I. $(gdal-config --cflags)
+//          $(pkg-config --cflags hdf5-openmpi) tests/mpi/mpi_background_clahe_check.cpp BUILD/libtessera_lib.a
+//          $(gdal-config --libs) $(pkg-config --libs hdf5-openmpi fftw3f) -lz -o mpi_background_clahe_check
+//   mpirun -np 3 ./mpi_background_clahe_check [scratch-directory]
 #include <mpi.h>
 #include <unistd.h>
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/residue.h"
+#include "kernels/residue_grid.h"
 #include "partition/matching.h"
 
 namespace tessera {
@@ -112,6 +113,39 @@ INSTANTIATE_TEST_SUITE_P(RandomFields, MatchingOracle,
                                            Case{100, 37, 200, 3, true}, Case{128, 128, 500, 4, false},
                                            Case{2, 300, 40, 5, false}, Case{300, 2, 40, 6, true},
                                            Case{200, 260, 900, 7, true}));
+
+// The backend hook: match_residues asks the given search for every candidate (here the host
+// search behind a counting wrapper) and gets the same matching as with the default one.
+TEST(Matching, UsesTheGivenCandidateSearch) {
+    struct Counting final : CandidateSearch {
+        HostCandidateSearch host;
+        int64_t binds = 0, searches = 0, queries = 0;
+        void bind(std::span<const Residue> res, const Window& area, int64_t cell, int64_t limit, int64_t H,
+                  int64_t W) override {
+            ++binds;
+            host.bind(res, area, cell, limit, H, W);
+        }
+        void search(std::span<const int32_t> which, const uint8_t* matched, Candidate* out) override {
+            ++searches;
+            queries += static_cast<int64_t>(which.size());
+            host.search(which, matched, out);
+        }
+    };
+    const auto res = random_residues(128, 128, 500, 4, true);
+    const auto expect = serial_greedy(res, 128, 128);
+    Comm self(MPI_COMM_SELF);
+    RankGrid grid;
+    grid.tiles = TileGrid(128, 128, 16);
+    for (int64_t D : {int64_t{3}, int64_t{64}}) {
+        Counting search;
+        MatchStats st;
+        const auto got = match_residues(res, grid, D, self, st, search);
+        EXPECT_EQ(got, expect) << "D " << D;
+        EXPECT_EQ(search.binds, 1);
+        EXPECT_EQ(search.searches, st.rounds + 1);  // the last round finds nothing active
+        EXPECT_GE(search.queries, static_cast<int64_t>(res.size()));
+    }
+}
 
 TEST(Matching, PairBeatsGroundOnEqualWeight) {
     // Two residues one step apart at the top border: pair weight 1 equals ground weight 1.

@@ -1,0 +1,250 @@
+// Matching phase A's candidate search on the device (cuda::Region::candidate_search) against
+// the host's best_candidate (kernels/cpu/residue_grid.cpp), candidate for candidate: random
+// residue fields with multi-charge plaquettes, residues on the border plaquettes, dense fields
+// full of equal weights (ties broken by ids), several D (pruning limits), cell sizes, areas
+// (a rank's window with residues outside it) and matched flags; then match_residues with the
+// device search against the host search, cut for cut. Every test skips without a GPU.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/region.h"
+#include "kernels/residue.h"
+#include "kernels/residue_grid.h"
+#include "partition/comm.h"
+#include "partition/matching.h"
+#include "partition/rank_grid.h"
+
+#define SKIP_WITHOUT_GPU()                                                                                        \
+    do {                                                                                                          \
+        if (::tessera::cuda::device_count() == 0)                                                                 \
+            GTEST_SKIP() << "no CUDA device visible: the CUDA backend tests need a GPU (cudaGetDeviceCount found " \
+                            "none or no driver)";                                                                 \
+    } while (0)
+
+namespace tessera {
+namespace {
+
+// Random charges on an H x W image: mostly +-1, some of magnitude 2-3, some on the border
+// plaquettes; `clustered` puts half of them next to the previous one. Sorted by id.
+std::vector<Residue> random_residues(int64_t H, int64_t W, int count, uint32_t seed, bool clustered) {
+    std::mt19937 rng(seed);
+    std::vector<Residue> res;
+    std::set<std::pair<int64_t, int64_t>> used;
+    std::uniform_int_distribution<int64_t> R(0, H - 2), C(0, W - 2);
+    std::uniform_int_distribution<int> pct(0, 99);
+    for (int k = 0; k < count; ++k) {
+        int64_t r = R(rng), c = C(rng);
+        const int roll = pct(rng);
+        if (roll < 10) r = (roll % 2) ? 0 : H - 2;
+        if (roll >= 10 && roll < 20) c = (roll % 2) ? 0 : W - 2;
+        if (clustered && !res.empty() && roll >= 20 && roll < 70) {
+            const Residue& p = res.back();
+            r = std::clamp<int64_t>(p.r + (roll % 5) - 2, 0, H - 2);
+            c = std::clamp<int64_t>(p.c + (roll % 3) - 1, 0, W - 2);
+        }
+        if (!used.insert({r, c}).second) continue;
+        const int mag = (pct(rng) < 8) ? 2 + pct(rng) % 2 : 1;
+        const int sign = pct(rng) < 50 ? 1 : -1;
+        for (int s = 0; s < mag; ++s)
+            res.push_back({residue_id(r, c, W, s), static_cast<int32_t>(r), static_cast<int32_t>(c), sign});
+    }
+    std::sort(res.begin(), res.end(), [](const Residue& a, const Residue& b) { return a.id < b.id; });
+    return res;
+}
+
+// A residue on every `step`-th plaquette (charge up to 2): equal weights everywhere.
+std::vector<Residue> dense_residues(int64_t H, int64_t W, int64_t step, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<Residue> res;
+    for (int64_t r = 0; r < H - 1; r += step)
+        for (int64_t c = 0; c < W - 1; c += step) {
+            const int mag = rng() % 5 == 0 ? 2 : 1;
+            const int sign = rng() % 2 ? 1 : -1;
+            for (int s = 0; s < mag; ++s)
+                res.push_back({residue_id(r, c, W, s), static_cast<int32_t>(r), static_cast<int32_t>(c), sign});
+        }
+    return res;  // raster order: ids ascend
+}
+
+// A cuda::Region to get the device search from (its pixels play no part in the search).
+struct TinyRegion {
+    std::vector<float> phase = std::vector<float>(4, 0.0f);
+    std::vector<uint8_t> flags = std::vector<uint8_t>(4, 0);
+    std::vector<uint32_t> label = std::vector<uint32_t>(4, 0);
+    RegionArrays a{2, 2, Window{0, 0, 2, 2}, phase.data(), flags.data(), label.data(), nullptr};
+    cuda::Region region{a, Window{0, 0, 2, 2}, TileGrid(2, 2, 64)};
+};
+
+std::string describe(const Candidate& c) {
+    return "(w " + std::to_string(c.key.w) + ", lo " + std::to_string(c.key.lo) + ", hi " + std::to_string(c.key.hi) +
+           ", partner " + std::to_string(c.partner) + ")";
+}
+
+// Binds both searches and compares them, and best_candidate itself, over several rounds of
+// matched flags. Returns how many candidates were compared (all must agree).
+int64_t compare_searches(CandidateSearch& dev, const std::vector<Residue>& res, const Window& area, int64_t cell,
+                         int64_t limit, int64_t H, int64_t W, uint32_t seed) {
+    SCOPED_TRACE("area rows " + std::to_string(area.row0) + "+" + std::to_string(area.rows) + " cols " +
+                 std::to_string(area.col0) + "+" + std::to_string(area.cols) + ", cell " + std::to_string(cell) +
+                 ", limit " + std::to_string(limit));
+    HostCandidateSearch host;
+    host.bind(res, area, cell, limit, H, W);
+    dev.bind(res, area, cell, limit, H, W);
+    ResidueGrid grid;
+    grid.build(res, {}, area, cell);
+    std::mt19937 rng(seed);
+    std::vector<uint8_t> matched(res.size(), 0);
+    int64_t compared = 0;
+    for (int round = 0; round < 4; ++round) {
+        // Round 0: all free; later rounds: a growing share taken.
+        if (round > 0)
+            for (auto& m : matched) m = m || rng() % 4 == 0;
+        std::vector<int32_t> which;
+        for (int32_t i = 0; i < static_cast<int32_t>(res.size()); ++i)
+            if (area.contains(res[i].r, res[i].c) && (round == 0 || rng() % 3 != 0)) which.push_back(i);
+        std::shuffle(which.begin(), which.end(), rng);
+        std::vector<Candidate> got(which.size()), want(which.size());
+        dev.search(which, matched.data(), got.data());
+        host.search(which, matched.data(), want.data());
+        for (size_t k = 0; k < which.size(); ++k) {
+            const Candidate ref = best_candidate(grid, res, matched.data(), which[k], limit, H, W);
+            EXPECT_EQ(want[k].key, ref.key);
+            EXPECT_EQ(want[k].partner, ref.partner);
+            if (!(got[k].key == ref.key) || got[k].partner != ref.partner) {
+                ADD_FAILURE() << "round " << round << ", residue " << which[k] << " (id " << res[which[k]].id
+                              << "): device " << describe(got[k]) << ", host " << describe(ref);
+                return compared;
+            }
+            ++compared;
+        }
+    }
+    return compared;
+}
+
+struct FieldCase {
+    int64_t H, W;
+    int count;
+    uint32_t seed;
+    bool clustered;
+};
+
+TEST(CudaCandidates, DeviceSearchEqualsBestCandidateOnRandomFields) {
+    SKIP_WITHOUT_GPU();
+    TinyRegion tr;
+    const std::unique_ptr<CandidateSearch> dev = tr.region.candidate_search();
+    int64_t compared = 0, ground = 0, pairs = 0, none = 0;
+    for (const FieldCase fc : {FieldCase{40, 50, 60, 1, false}, FieldCase{64, 64, 300, 2, true},
+                               FieldCase{100, 37, 200, 3, true}, FieldCase{128, 128, 500, 4, false},
+                               FieldCase{2, 300, 40, 5, false}, FieldCase{300, 2, 40, 6, true},
+                               FieldCase{200, 260, 900, 7, true}, FieldCase{517, 301, 4000, 8, false}}) {
+        const std::vector<Residue> res = random_residues(fc.H, fc.W, fc.count, fc.seed, fc.clustered);
+        ASSERT_FALSE(res.empty());
+        SCOPED_TRACE("field " + std::to_string(fc.H) + "x" + std::to_string(fc.W) + " seed " + std::to_string(fc.seed));
+        // The whole image, and a rank's area in the middle (residues outside it are not candidates).
+        const Window whole{0, 0, fc.H, fc.W};
+        const Window part{fc.H / 4, fc.W / 3, std::max<int64_t>(1, fc.H / 2), std::max<int64_t>(1, fc.W / 2)};
+        for (const Window& area : {whole, part})
+            for (int64_t cell : {int64_t{16}, int64_t{1}, int64_t{5}})
+                for (int64_t limit : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{8}, int64_t{16}, int64_t{17},
+                                      int64_t{64}, kNoWeight}) {
+                    compared += compare_searches(*dev, res, area, cell, limit, fc.H, fc.W, fc.seed * 131 + 7);
+                    if (HasFailure()) return;
+                }
+        // What the cases exercise (round 0, whole image, D 64).
+        HostCandidateSearch host;
+        host.bind(res, whole, 16, 64, fc.H, fc.W);
+        std::vector<int32_t> all(res.size());
+        for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i);
+        std::vector<uint8_t> matched(res.size(), 0);
+        std::vector<Candidate> c(res.size());
+        host.search(all, matched.data(), c.data());
+        for (const Candidate& x : c) (x.partner == kPartnerGround ? ground : x.partner >= 0 ? pairs : none)++;
+    }
+    EXPECT_GT(compared, 100000);
+    EXPECT_GT(ground, 0);
+    EXPECT_GT(pairs, 0);
+}
+
+TEST(CudaCandidates, DeviceSearchBreaksEqualWeightTiesByIds) {
+    SKIP_WITHOUT_GPU();
+    TinyRegion tr;
+    const std::unique_ptr<CandidateSearch> dev = tr.region.candidate_search();
+    uint32_t seed = 20;
+    for (int64_t step : {int64_t{1}, int64_t{2}, int64_t{3}}) {
+        const int64_t H = 70, W = 90;
+        const std::vector<Residue> res = dense_residues(H, W, step, seed++);
+        SCOPED_TRACE("dense, step " + std::to_string(step));
+        for (int64_t limit : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{64}})
+            for (int64_t cell : {int64_t{16}, int64_t{4}}) {
+                compare_searches(*dev, res, Window{0, 0, H, W}, cell, limit, H, W, seed * 7);
+                compare_searches(*dev, res, Window{10, 20, 35, 40}, cell, limit, H, W, seed * 11);
+                if (HasFailure()) return;
+            }
+    }
+}
+
+TEST(CudaCandidates, EmptySetsAndRebinding) {
+    SKIP_WITHOUT_GPU();
+    TinyRegion tr;
+    const std::unique_ptr<CandidateSearch> dev = tr.region.candidate_search();
+    dev->bind({}, Window{0, 0, 10, 10}, 16, 64, 10, 10);
+    dev->search({}, nullptr, nullptr);
+    // One residue: its only candidate is the ground (or none under a small limit).
+    const std::vector<Residue> one = {{residue_id(4, 5, 10, 0), 4, 5, 1}};
+    for (int64_t limit : {int64_t{1}, int64_t{4}, int64_t{5}, kNoWeight}) {
+        dev->bind(one, Window{0, 0, 10, 10}, 16, limit, 10, 10);
+        const uint8_t matched = 0;
+        const int32_t which = 0;
+        Candidate c;
+        dev->search({&which, 1}, &matched, &c);
+        if (limit >= 4) {  // ground weight min(5, 5, 6, 4) = 4 (right)
+            EXPECT_EQ(c.partner, kPartnerGround);
+            EXPECT_EQ(c.key, (EdgeKey{4, one[0].id, kGroundId}));
+        } else {
+            EXPECT_EQ(c.partner, kPartnerNone);
+            EXPECT_EQ(c.key, EdgeKey{});
+        }
+    }
+}
+
+// match_residues with the device search: the same cuts and statistics as with the host's.
+TEST(CudaCandidates, MatchResiduesWithDeviceSearchEqualsHost) {
+    SKIP_WITHOUT_GPU();
+    TinyRegion tr;
+    Comm self(MPI_COMM_SELF);
+    for (const FieldCase fc : {FieldCase{64, 64, 300, 2, true}, FieldCase{128, 128, 500, 4, false},
+                               FieldCase{2, 300, 40, 5, false}, FieldCase{200, 260, 900, 7, true},
+                               FieldCase{517, 301, 6000, 9, true}}) {
+        const std::vector<Residue> res = random_residues(fc.H, fc.W, fc.count, fc.seed, fc.clustered);
+        RankGrid grid;
+        grid.tiles = TileGrid(fc.H, fc.W, 16);
+        for (int64_t D : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{64}, int64_t{100000}}) {
+            SCOPED_TRACE("field " + std::to_string(fc.H) + "x" + std::to_string(fc.W) + " seed " +
+                         std::to_string(fc.seed) + " D " + std::to_string(D));
+            MatchStats sh, sd;
+            const std::vector<Cut> host = match_residues(res, grid, D, self, sh);
+            const std::unique_ptr<CandidateSearch> dev = tr.region.candidate_search();
+            const std::vector<Cut> got = match_residues(res, grid, D, self, sd, *dev);
+            ASSERT_EQ(got.size(), host.size());
+            for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], host[i]) << "cut " << i;
+            EXPECT_EQ(sd.residues, sh.residues);
+            EXPECT_EQ(sd.rounds, sh.rounds);
+            EXPECT_EQ(sd.phase_a_pairs, sh.phase_a_pairs);
+            EXPECT_EQ(sd.phase_a_ground, sh.phase_a_ground);
+            EXPECT_EQ(sd.leftovers, sh.leftovers);
+            EXPECT_EQ(sd.phase_b_pairs, sh.phase_b_pairs);
+            EXPECT_EQ(sd.phase_b_ground, sh.phase_b_ground);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace tessera
