@@ -18,37 +18,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/gdal_session.h"
 #include "io/input_error.h"
 
 namespace tessera {
 
 namespace {
 
-void register_gdal_once() {
-    static std::once_flag once;
-    std::call_once(once, [] { GDALAllRegister(); });
-}
 
-// Keeps GDAL quiet on stderr while alive and remembers the first failure.
-class QuietGdal {
-public:
-    QuietGdal() { CPLPushErrorHandlerEx(&QuietGdal::handler, this); }
-    ~QuietGdal() { CPLPopErrorHandler(); }
-    QuietGdal(const QuietGdal&) = delete;
-    QuietGdal& operator=(const QuietGdal&) = delete;
-
-    bool failed() const { return failures_ > 0; }
-    const std::string& message() const { return first_; }
-
-private:
-    static void CPL_STDCALL handler(CPLErr cls, CPLErrorNum, const char* msg) {
-        auto* self = static_cast<QuietGdal*>(CPLGetErrorHandlerUserData());
-        if (self == nullptr || cls < CE_Failure) return;
-        if (self->failures_++ == 0 && msg != nullptr) self->first_ = msg;
-    }
-    int failures_ = 0;
-    std::string first_;
-};
 
 void check_output_dir(const std::string& path) {
     namespace fs = std::filesystem;

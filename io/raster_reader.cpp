@@ -21,48 +21,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/gdal_session.h"
 #include "io/input_error.h"
 
 namespace tessera {
 
 namespace {
 
-void register_gdal_once() {
-    static std::once_flag once;
-    std::call_once(once, [] {
-        GDALAllRegister();
-        // Compressed inputs: decode blocks on this rank's threads (one rank per GPU or
-        // socket leaves them free); a user's GDAL_NUM_THREADS wins.
-        if (!CPLGetConfigOption("GDAL_NUM_THREADS", nullptr))
-            CPLSetConfigOption("GDAL_NUM_THREADS", std::to_string(omp_get_max_threads()).c_str());
-    });
-}
 
-// Keeps GDAL quiet on stderr while alive and remembers the first failure message,
-// so that the error we throw is our one line, with GDAL's reason appended when useful.
-class QuietGdal {
-public:
-    QuietGdal() { CPLPushErrorHandlerEx(&QuietGdal::handler, this); }
-    ~QuietGdal() { CPLPopErrorHandler(); }
-    QuietGdal(const QuietGdal&) = delete;
-    QuietGdal& operator=(const QuietGdal&) = delete;
-
-    bool failed() const { return failures_ > 0; }
-    const std::string& message() const { return first_; }
-    void reset() {
-        failures_ = 0;
-        first_.clear();
-    }
-
-private:
-    static void CPL_STDCALL handler(CPLErr cls, CPLErrorNum, const char* msg) {
-        auto* self = static_cast<QuietGdal*>(CPLGetErrorHandlerUserData());
-        if (self == nullptr || cls < CE_Failure) return;
-        if (self->failures_++ == 0 && msg != nullptr) self->first_ = msg;
-    }
-    int failures_ = 0;
-    std::string first_;
-};
 
 bool supported_type(GDALDataType t) {
     switch (t) {

@@ -41,7 +41,7 @@ def to_raw(src, dst, dtype="Float32"):
     run(["gdal_translate", "-q", "-of", "ENVI", "-ot", dtype, src, dst])
 
 
-MIN_COH = 0.2
+MIN_COH = 0.3
 
 
 def score(unw, truth, rows, cols, coh, labels=None):
@@ -119,6 +119,8 @@ def main():
     for n, case, wall, mpx, bpp, res, frac, gwall, gfrac in rows_out:
         lines.append(f"| {n}² | {case} | {wall:.2f} | {mpx:.1f} | {bpp:.1f} | {res} | {frac:.6f} | "
                      f"{gwall:.2f} | {gfrac:.6f} |")
+    lines.append("")
+    lines.append(f"Load average at the end (other work on the machine inflates times): {os.getloadavg()}")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

@@ -109,6 +109,8 @@ def main():
         sp = f"{r['speedup']:.2f}" if a.mode == "strong" else "-"
         lines.append(f"| {r['ranks']} | {r['grid']} | {r['side']}² | {r['wall']:.2f} | {sp} | {r['eff']:.2f} | "
                      f"{r['sent']} | {100 * r['sent_frac']:.4f} % | {st} |")
+    lines.append("")
+    lines.append(f"Load average at the end (other work on the machine inflates times): {os.getloadavg()}")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

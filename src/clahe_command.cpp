@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "io/gdal_session.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "io/raster_reader.h"
@@ -30,23 +31,6 @@ namespace tessera {
 
 namespace {
 
-class QuietGdal {
-public:
-    QuietGdal() { CPLPushErrorHandlerEx(&QuietGdal::handler, this); }
-    ~QuietGdal() { CPLPopErrorHandler(); }
-    QuietGdal(const QuietGdal&) = delete;
-    QuietGdal& operator=(const QuietGdal&) = delete;
-    const std::string& message() const { return first_; }
-
-private:
-    static void CPL_STDCALL handler(CPLErr cls, CPLErrorNum, const char* msg) {
-        auto* self = static_cast<QuietGdal*>(CPLGetErrorHandlerUserData());
-        if (self == nullptr || cls < CE_Failure) return;
-        if (self->failures_++ == 0 && msg != nullptr) self->first_ = msg;
-    }
-    int failures_ = 0;
-    std::string first_;
-};
 
 constexpr int kTag = 7331;
 
@@ -100,7 +84,7 @@ class TiffSink {
 public:
     TiffSink(const std::string& path, int64_t H, int64_t W, int bits, const GeoRef& geo)
         : path_(path), tmp_(path + ".tmp"), H_(H), W_(W), type_(bits == 8 ? GDT_Byte : GDT_UInt16) {
-        GDALAllRegister();
+        register_gdal_once();
         std::remove(tmp_.c_str());
         QuietGdal quiet;
         GDALDriver* drv = GetGDALDriverManager()->GetDriverByName("GTiff");

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "io/gdal_session.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
 
@@ -23,24 +24,6 @@ namespace tessera {
 
 namespace {
 
-// Keeps GDAL quiet on stderr while alive and remembers the first failure.
-class QuietGdal {
-public:
-    QuietGdal() { CPLPushErrorHandlerEx(&QuietGdal::handler, this); }
-    ~QuietGdal() { CPLPopErrorHandler(); }
-    QuietGdal(const QuietGdal&) = delete;
-    QuietGdal& operator=(const QuietGdal&) = delete;
-    const std::string& message() const { return first_; }
-
-private:
-    static void CPL_STDCALL handler(CPLErr cls, CPLErrorNum, const char* msg) {
-        auto* self = static_cast<QuietGdal*>(CPLGetErrorHandlerUserData());
-        if (self == nullptr || cls < CE_Failure) return;
-        if (self->failures_++ == 0 && msg != nullptr) self->first_ = msg;
-    }
-    int failures_ = 0;
-    std::string first_;
-};
 
 using RGB = std::array<uint8_t, 3>;
 
@@ -74,10 +57,6 @@ RGB viridis(double t) {
     return o;
 }
 
-void register_gdal_once() {
-    static std::once_flag once;
-    std::call_once(once, [] { GDALAllRegister(); });
-}
 
 }  // namespace
 

@@ -174,13 +174,14 @@ TEST_P(Accuracy512, FractionCorrectPerComponent) {
     const Floor f = GetParam();
     const SynthScene s = make_scene(f.name, f.size, f.size, 1);
     UnwrapParams p;
-    // As the benchmark runs it: decorrelated pixels (coherence < 0.2) are not integrated
+    // As the benchmark runs it: decorrelated pixels (coherence < 0.3, under the scenes'
+    // coherent floor of 0.35) are not integrated
     // through, and leave the score (no unwrapper can get pure noise right).
-    const Result r = unwrap_scene(s, p, 128, 0.2f);
+    const Result r = unwrap_scene(s, p, 128, 0.3f);
     EXPECT_EQ(r.stats.conflicts, 0);
     std::vector<float> truth = s.truth;
     for (size_t i = 0; i < truth.size(); ++i)
-        if (!(s.coherence[i] >= 0.2f)) truth[i] = NAN;
+        if (!(s.coherence[i] >= 0.3f)) truth[i] = NAN;
     const tessera::Accuracy acc = fraction_correct(r.u, truth, r.label);
     RecordProperty("fraction_correct", std::to_string(acc.fraction()));
     std::printf("[ accuracy ] %s %lldx%lld: %.6f (%lld residues)\n", f.name.c_str(), static_cast<long long>(f.size),
@@ -190,7 +191,7 @@ TEST_P(Accuracy512, FractionCorrectPerComponent) {
 
 INSTANTIATE_TEST_SUITE_P(Synth, Accuracy512,
                          ::testing::Values(Floor{"bowl", 512, 0.9999}, Floor{"topo", 512, 0.9998},
-                                           Floor{"holes", 512, 0.9994}, Floor{"fringes", 512, 0.9999}),
+                                           Floor{"holes", 512, 0.9996}, Floor{"fringes", 512, 0.9999}),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace
