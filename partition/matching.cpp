@@ -20,7 +20,7 @@ Cut make_ground_cut(const Residue& a, int64_t H, int64_t W) {
 
 namespace {
 
-constexpr int64_t kPhaseACell = 16;
+constexpr int64_t kPhaseACell = 8;  // ~25 residues a cell in pure noise, few rings to D elsewhere
 constexpr int32_t kPartnerUnknown = -3;  // a halo residue's partner that this rank does not hold
 
 // What owners tell halo holders about a residue each round.
