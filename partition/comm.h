@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -22,9 +23,50 @@ public:
     int size() const { return size_; }
     int64_t bytes_sent() const { return bytes_sent_; }
 
-    // send[d] goes to rank d; returns what every rank sent here, in rank order.
+    // A non-blocking exchange in flight; wait() returns what every rank sent here.
     template <class T>
-    std::vector<T> alltoallv(const std::vector<std::vector<T>>& send) {
+    class Pending {
+    public:
+        const std::vector<T>& wait() {
+            if (!done_) check(MPI_Wait(&req_, MPI_STATUS_IGNORE)), done_ = true;
+            return recv_;
+        }
+        ~Pending() { wait(); }
+
+    private:
+        friend class Comm;
+        std::vector<T> flat_, recv_;
+        std::vector<int> sc_, sd_, rc_, rd_;
+        MPI_Request req_ = MPI_REQUEST_NULL;
+        bool done_ = false;
+    };
+
+    // Starts an all-to-all whose receive sizes are known (recv_elems[s] from rank s), so
+    // that work can go on while it travels.
+    template <class T>
+    std::unique_ptr<Pending<T>> ialltoallv(const std::vector<std::vector<T>>& send,
+                                           const std::vector<int>& recv_elems) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        auto p = std::make_unique<Pending<T>>();
+        p->sc_.resize(size_), p->sd_.resize(size_), p->rc_.resize(size_), p->rd_.resize(size_);
+        for (int d = 0; d < size_; ++d) {
+            p->sc_[d] = nbytes<T>(send[d].size());
+            p->sd_[d] = nbytes<T>(p->flat_.size());
+            p->flat_.insert(p->flat_.end(), send[d].begin(), send[d].end());
+            if (d != rank_) bytes_sent_ += p->sc_[d];
+        }
+        int total = 0;
+        for (int s = 0; s < size_; ++s) p->rd_[s] = total, p->rc_[s] = nbytes<T>(recv_elems[s]), total += p->rc_[s];
+        p->recv_.resize(static_cast<size_t>(total) / sizeof(T));
+        check(MPI_Ialltoallv(p->flat_.data(), p->sc_.data(), p->sd_.data(), MPI_BYTE, p->recv_.data(),
+                             p->rc_.data(), p->rd_.data(), MPI_BYTE, comm_, &p->req_));
+        return p;
+    }
+
+    // send[d] goes to rank d; returns what every rank sent here, in rank order
+    // (recv_elems, if given, receives how many came from each rank).
+    template <class T>
+    std::vector<T> alltoallv(const std::vector<std::vector<T>>& send, std::vector<int>* recv_elems = nullptr) {
         static_assert(std::is_trivially_copyable_v<T>);
         std::vector<int> sc(size_), rc(size_), sd(size_), rd(size_);
         std::vector<T> flat;
@@ -40,6 +82,10 @@ public:
         std::vector<T> out(static_cast<size_t>(total) / sizeof(T));
         check(MPI_Alltoallv(flat.data(), sc.data(), sd.data(), MPI_BYTE, out.data(), rc.data(), rd.data(), MPI_BYTE,
                             comm_));
+        if (recv_elems) {
+            recv_elems->resize(size_);
+            for (int s = 0; s < size_; ++s) (*recv_elems)[s] = rc[s] / static_cast<int>(sizeof(T));
+        }
         return out;
     }
 

@@ -63,7 +63,8 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
     std::vector<std::vector<Residue>> send(static_cast<size_t>(P));
     for (int d = 0; d < P; ++d)
         for (int32_t i : route[static_cast<size_t>(d)]) send[static_cast<size_t>(d)].push_back(owned[static_cast<size_t>(i)]);
-    const std::vector<Residue> halo = comm.alltoallv(send);
+    std::vector<int> halo_from;  // residues received from each rank: the state messages' sizes
+    const std::vector<Residue> halo = comm.alltoallv(send, &halo_from);
     send = {};
 
     // Local set: owned then halo, sorted by id; local index of every owned and received record.
@@ -124,7 +125,8 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
         if (comm.sum(active) == 0) break;
         ++st.rounds;
 
-        // (b) Owners send their border residues' candidates and matched flags.
+        // (b) Owners send their border residues' candidates and matched flags; the
+        //     exchange travels while (c) decides what needs no halo state.
         std::vector<std::vector<ResidueState>> out(static_cast<size_t>(P));
         for (int d = 0; d < P; ++d)
             for (int32_t i : route[static_cast<size_t>(d)]) {
@@ -133,7 +135,24 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
                 out[static_cast<size_t>(d)].push_back(
                     {p == kPartnerGround ? kGroundId : (p >= 0 ? res[p].id : -1), matched[l]});
             }
-        const std::vector<ResidueState> in = comm.alltoallv(out);
+        auto pending = comm.ialltoallv(out, halo_from);
+
+        // (c) Accept locally-dominant edges (mutual pointers, pointers at the ground) among
+        //     every residue this rank holds, each edge once, at its lower-id end. Decisions
+        //     read the round's state only; marking waits until all are made.
+        std::vector<Cut> accepted;
+        auto decide = [&](int32_t i, bool halo_pairs) {
+            if (matched[i]) return;
+            const int32_t j = cand[i].partner;
+            if (j == kPartnerGround) {
+                if (!halo_pairs || !is_owned[i]) accepted.push_back(make_ground_cut(res[i], H, W));
+            } else if (j >= 0 && (halo_pairs ? !(is_owned[i] && is_owned[j]) : is_owned[j]) && !matched[j] &&
+                       cand[j].partner == i && res[i].id < res[j].id) {
+                accepted.push_back(make_pair_cut(res[i], res[j]));
+            }
+        };
+        for (int32_t i : owned_local) decide(i, false);  // owned with the ground or an owned partner
+        const std::vector<ResidueState>& in = pending->wait();
         for (size_t k = 0; k < in.size(); ++k) {
             const int32_t l = local_of[static_cast<size_t>(n_own) + k];
             matched[l] = static_cast<uint8_t>(in[k].matched);
@@ -141,17 +160,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
                               : in[k].partner_id < 0      ? kPartnerNone
                                                           : id_to_local(in[k].partner_id);
         }
-
-        // (c) Accept locally-dominant edges among every residue this rank holds.
-        std::vector<Cut> accepted;
-        for (int32_t i = 0; i < n; ++i) {
-            if (matched[i]) continue;
-            const int32_t j = cand[i].partner;
-            if (j == kPartnerGround)
-                accepted.push_back(make_ground_cut(res[i], H, W));
-            else if (j >= 0 && !matched[j] && cand[j].partner == i && res[i].id < res[j].id)
-                accepted.push_back(make_pair_cut(res[i], res[j]));
-        }
+        for (int32_t i = 0; i < n; ++i) decide(i, true);  // everything touching a halo residue
         for (const Cut& c : accepted) {
             const int32_t a = id_to_local(c.id_a);
             matched[a] = 1;
