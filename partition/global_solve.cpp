@@ -63,24 +63,13 @@ GlobalSolution solve_global(const RegionComponents& comps, const RankGrid& grid,
     if (left >= 0) collect({own.row0, own.col0, own.rows, 1}, left, nullptr);
     if (down >= 0) collect({own.row0 + own.rows - 1, own.col0, 1, own.cols}, -1, &bottom);
     if (right >= 0) collect({own.row0, own.col0 + own.cols - 1, own.rows, 1}, -1, &rightcol);
-    const std::vector<BorderNode> got = comm.alltoallv(send);
-    send = {};
-    // Received in rank order: the right neighbour (self + 1) before the one below (self + Q).
-    const BorderNode* from_right = got.data();
-    const BorderNode* from_down = got.data() + (right >= 0 ? own.rows : 0);
+    // The strips travel while this rank sorts out which of its components go to the root.
+    std::vector<int> from(static_cast<size_t>(P), 0);
+    if (right >= 0) from[static_cast<size_t>(right)] = static_cast<int>(own.rows);
+    if (down >= 0) from[static_cast<size_t>(down)] = static_cast<int>(own.cols);
+    auto pending = comm.ialltoallv(send, from);
 
-    // 3. Cross-rank constraints over the unblocked edges I own: k(b) - k(a) = -n(a -> b).
-    std::vector<Constraint> cons;
-    auto add = [&](const PixelState& pa, const BorderNode& b, uint8_t bit) {
-        if (pa.flags & bit) return;
-        const BorderNode a = in_region(pa);
-        const Constraint c{a.root, b.root, -wrap_count(a.phase, b.phase) - b.k + a.k};
-        if (cons.empty() || !(cons.back() == c)) cons.push_back(c);
-    };
-    for (size_t j = 0; j < bottom.size(); ++j) add(bottom[j], from_down[j], kBlockDown);
-    for (size_t i = 0; i < rightcol.size(); ++i) add(rightcol[i], from_right[i], kBlockRight);
-
-    // 4. Region components: those on a shared border or big enough for a label go to the root.
+    // 3. Region components: those on a shared border or big enough for a label go to the root.
     std::unordered_map<int64_t, int64_t> size_of;  // region root -> size
     for (size_t i = 0; i < recs.size(); ++i) size_of[local.global_root[i]] += recs[i].size;
     std::sort(border_roots.begin(), border_roots.end());
@@ -96,6 +85,23 @@ GlobalSolution solve_global(const RegionComponents& comps, const RankGrid& grid,
         }
     }
     std::sort(sent.begin(), sent.end(), [](const ComponentRecord& a, const ComponentRecord& b) { return a.root < b.root; });
+
+    const std::vector<BorderNode>& got = pending->wait();
+    // Received in rank order: the right neighbour (self + 1) before the one below (self + Q).
+    const BorderNode* from_right = got.data();
+    const BorderNode* from_down = got.data() + (right >= 0 ? own.rows : 0);
+
+    // 4. Cross-rank constraints over the unblocked edges I own: k(b) - k(a) = -n(a -> b).
+    std::vector<Constraint> cons;
+    auto add = [&](const PixelState& pa, const BorderNode& b, uint8_t bit) {
+        if (pa.flags & bit) return;
+        const BorderNode a = in_region(pa);
+        const Constraint c{a.root, b.root, -wrap_count(a.phase, b.phase) - b.k + a.k};
+        if (cons.empty() || !(cons.back() == c)) cons.push_back(c);
+    };
+    for (size_t j = 0; j < bottom.size(); ++j) add(bottom[j], from_down[j], kBlockDown);
+    for (size_t i = 0; i < rightcol.size(); ++i) add(rightcol[i], from_right[i], kBlockRight);
+
     auto all_recs = comm.gatherv(sent, 0);
     auto all_cons = comm.gatherv(cons, 0);
 
