@@ -1,4 +1,5 @@
 // `tessera background` (src/background_command.h).
+#include "src/progress.h"
 #include "src/background_command.h"
 
 #include <hdf5.h>
@@ -189,13 +190,8 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     Comm comm(mpi_comm);
     const int rank = comm.rank(), size = comm.size();
     BackgroundReport rep;
-    auto t_stage = t0;
-    auto lap = [&] {  // seconds since the last lap, slowest rank (collective)
-        const auto now = clock::now();
-        const double sec = std::chrono::duration<double>(now - t_stage).count();
-        t_stage = now;
-        return comm.max(sec);
-    };
+    Lap laps;
+    auto lap = [&] { return comm.max(laps.next()); };  // the slowest rank's (collective)
 
     std::unique_ptr<RasterReader> in;
     GeoRef geo;

@@ -1,4 +1,5 @@
 // `tessera clahe` (src/clahe_command.h).
+#include "src/progress.h"
 #include "src/clahe_command.h"
 
 #include <cpl_error.h>
@@ -155,13 +156,8 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
     Comm comm(mpi_comm);
     const int rank = comm.rank(), size = comm.size();
     ClaheReport rep;
-    auto t_stage = t0;
-    auto lap = [&] {  // seconds since the last lap, slowest rank (collective)
-        const auto now = clock::now();
-        const double sec = std::chrono::duration<double>(now - t_stage).count();
-        t_stage = now;
-        return comm.max(sec);
-    };
+    Lap laps;
+    auto lap = [&] { return comm.max(laps.next()); };  // the slowest rank's (collective)
     ClaheParams p = opt.params;
     if (p.nbins <= 0) p.nbins = p.out_bits == 16 ? 4096 : 256;
     rep.params = p;
