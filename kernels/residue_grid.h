@@ -34,34 +34,4 @@ inline constexpr int32_t kPartnerNone = -2;
 Candidate best_candidate(const ResidueGrid& grid, std::span<const Residue> res,
                          const uint8_t* matched, int32_t i, int64_t limit, int64_t H, int64_t W);
 
-// Matching phase A's candidate search over a fixed residue set, the backend's hook: the round
-// loop (partition/matching.cpp) stays backend-agnostic and each Region supplies one
-// (`region.candidate_search()`). Every implementation returns exactly best_candidate() over a
-// ResidueGrid of `res` built with (area, cell): the search is a minimum under a strict total
-// order (EdgeKey), so the answer does not depend on where or in which order it is computed.
-class CandidateSearch {
-public:
-    virtual ~CandidateSearch() = default;
-    // Once per matching: `res` (sorted by id) must stay alive and unchanged until the last
-    // search(); only residues inside `area` are candidates; weights above `limit` are not.
-    virtual void bind(std::span<const Residue> res, const Window& area, int64_t cell, int64_t limit, int64_t H,
-                      int64_t W) = 0;
-    // out[k] = best_candidate(grid, res, matched, which[k], limit, H, W) for every k;
-    // matched: res.size() flags (non-zero = taken). Each which[k] lies inside `area`.
-    virtual void search(std::span<const int32_t> which, const uint8_t* matched, Candidate* out) = 0;
-};
-
-// The host implementation: best_candidate over a ResidueGrid, on OpenMP threads.
-class HostCandidateSearch final : public CandidateSearch {
-public:
-    void bind(std::span<const Residue> res, const Window& area, int64_t cell, int64_t limit, int64_t H,
-              int64_t W) override;
-    void search(std::span<const int32_t> which, const uint8_t* matched, Candidate* out) override;
-
-private:
-    std::span<const Residue> res_;
-    ResidueGrid grid_;
-    int64_t limit_ = 0, H_ = 0, W_ = 0;
-};
-
 }  // namespace tessera

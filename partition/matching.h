@@ -20,15 +20,15 @@ struct MatchStats {
     int64_t leftovers = 0, phase_b_pairs = 0, phase_b_ground = 0;
 };
 
-class CandidateSearch;  // kernels/residue_grid.h
+class PhaseARounds;  // kernels/phase_a.h
 
 // `owned`: this rank's residues (plaquettes whose top-left pixel it owns), sorted by id.
 // Returns every cut that may cross this rank's edges, sorted by (id_a, id_b); stats are global.
-// `search` computes phase A's candidates (the backend's: Region::candidate_search()); it is
-// bound to this call's local residue set. The result does not depend on which one is used.
+// `rounds` does phase A's per-residue work (the backend's: Region::phase_a()); it is bound to
+// this call's local residue set. The result does not depend on which one is used.
 std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t max_pair_distance,
-                                Comm& comm, MatchStats& stats, CandidateSearch& search);
-// The same with the host search (HostCandidateSearch).
+                                Comm& comm, MatchStats& stats, PhaseARounds& rounds);
+// The same with the host's rounds (HostPhaseARounds).
 std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t max_pair_distance,
                                 Comm& comm, MatchStats& stats);
 

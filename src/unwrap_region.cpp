@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "kernels/cpu/region.h"
+#include "kernels/phase_a.h"
 #include "partition/global_solve.h"
 #include "partition/matching.h"
 #ifdef TESSERA_HAVE_CUDA
@@ -30,8 +31,8 @@ RegionStats run_stages(const RegionArrays& a, const RankGrid& grid, Comm& comm, 
     MatchStats ms;
     std::vector<Cut> cuts;
     {
-        const std::unique_ptr<CandidateSearch> search = region.candidate_search();  // the backend's phase A search
-        cuts = match_residues(res, grid, p.max_pair_distance, comm, ms, *search);
+        const std::unique_ptr<PhaseARounds> rounds = region.phase_a();  // the backend's phase A
+        cuts = match_residues(res, grid, p.max_pair_distance, comm, ms, *rounds);
     }
     st.residues = ms.residues;
     st.rounds = ms.rounds;

@@ -74,20 +74,4 @@ Candidate best_candidate(const ResidueGrid& g, std::span<const Residue> res, con
     return best;
 }
 
-void HostCandidateSearch::bind(std::span<const Residue> res, const Window& area, int64_t cell, int64_t limit,
-                               int64_t H, int64_t W) {
-    res_ = res;
-    grid_.build(res, {}, area, cell);
-    limit_ = limit;
-    H_ = H;
-    W_ = W;
-}
-
-void HostCandidateSearch::search(std::span<const int32_t> which, const uint8_t* matched, Candidate* out) {
-    const int64_t m = static_cast<int64_t>(which.size());
-#pragma omp parallel for schedule(dynamic, 256)
-    for (int64_t k = 0; k < m; ++k)
-        out[k] = best_candidate(grid_, res_, matched, which[static_cast<size_t>(k)], limit_, H_, W_);
-}
-
 }  // namespace tessera

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/phase_a_rounds.h"
 #include "kernels/union_find.h"
 
 namespace tessera::cuda {
@@ -39,111 +40,6 @@ T* device_alloc(size_t count, const char* what) {
     check(cudaMalloc(&p, std::max<size_t>(count, 1) * sizeof(T)), what);
     return static_cast<T*>(p);
 }
-
-// The device search copies Residue and Candidate arrays as they are.
-static_assert(sizeof(Residue) == sizeof(DeviceResidue) && offsetof(Residue, id) == offsetof(DeviceResidue, id) &&
-                  offsetof(Residue, r) == offsetof(DeviceResidue, r) &&
-                  offsetof(Residue, c) == offsetof(DeviceResidue, c) &&
-                  offsetof(Residue, sign) == offsetof(DeviceResidue, sign),
-              "DeviceResidue must be the byte image of Residue");
-static_assert(sizeof(Candidate) == sizeof(DeviceCandidate) && offsetof(Candidate, key) == 0 &&
-                  offsetof(EdgeKey, w) == offsetof(DeviceCandidate, w) &&
-                  offsetof(EdgeKey, lo) == offsetof(DeviceCandidate, lo) &&
-                  offsetof(EdgeKey, hi) == offsetof(DeviceCandidate, hi) &&
-                  offsetof(Candidate, partner) == offsetof(DeviceCandidate, partner),
-              "DeviceCandidate must be the byte image of Candidate");
-static_assert(kDeviceGroundId == kGroundId && kDeviceNoWeight == kNoWeight &&
-                  kDevicePartnerGround == kPartnerGround && kDevicePartnerNone == kPartnerNone,
-              "device matching constants differ from the host's");
-
-// Phase A's candidate search on the device (kernels/cuda/candidates.cu): the residues and the
-// host-built ResidueGrid (the very CSR HostCandidateSearch scans) are uploaded once by bind();
-// each search() uploads the matched flags and the queried indices, runs one thread per
-// query and downloads the candidates.
-class DeviceCandidateSearch final : public CandidateSearch {
-public:
-    explicit DeviceCandidateSearch(cudaStream_t s) : s_(s) {}
-    ~DeviceCandidateSearch() override { release(); }
-    DeviceCandidateSearch(const DeviceCandidateSearch&) = delete;
-    DeviceCandidateSearch& operator=(const DeviceCandidateSearch&) = delete;
-
-    void bind(std::span<const Residue> res, const Window& area, int64_t cell, int64_t limit, int64_t H,
-              int64_t W) override {
-        release();
-        ResidueGrid grid;
-        grid.build(res, {}, area, cell);
-        n_ = res.size();
-        limit_ = limit;
-        H_ = H;
-        W_ = W;
-        try {
-            res_ = device_alloc<DeviceResidue>(n_, "cudaMalloc search residues");
-            matched_ = device_alloc<uint8_t>(n_, "cudaMalloc search matched flags");
-            which_ = device_alloc<int32_t>(n_, "cudaMalloc search queries");
-            out_ = device_alloc<DeviceCandidate>(n_, "cudaMalloc search candidates");
-            start_ = device_alloc<int64_t>(grid.start.size(), "cudaMalloc search cell starts");
-            items_ = device_alloc<int32_t>(grid.items.size(), "cudaMalloc search cell items");
-            if (n_ > 0)
-                check(cudaMemcpyAsync(res_, res.data(), n_ * sizeof(DeviceResidue), cudaMemcpyHostToDevice, s_),
-                      "search (upload residues)");
-            if (!grid.start.empty())
-                check(cudaMemcpyAsync(start_, grid.start.data(), grid.start.size() * sizeof(int64_t),
-                                      cudaMemcpyHostToDevice, s_),
-                      "search (upload cell starts)");
-            if (!grid.items.empty())
-                check(cudaMemcpyAsync(items_, grid.items.data(), grid.items.size() * sizeof(int32_t),
-                                      cudaMemcpyHostToDevice, s_),
-                      "search (upload cell items)");
-            check(cudaStreamSynchronize(s_), "search (bind sync)");  // before grid's host arrays go
-        } catch (...) {
-            release();
-            throw;
-        }
-        g_ = DeviceResidueGrid{grid.area.row0, grid.area.col0, grid.cell, grid.crows, grid.ccols, start_, items_};
-        bound_ = true;
-    }
-
-    void search(std::span<const int32_t> which, const uint8_t* matched, Candidate* out) override {
-        if (!bound_) throw std::logic_error("cuda candidate search: search() before bind()");
-        const size_t m = which.size();
-        if (m == 0) return;
-        if (m > n_) throw std::invalid_argument("cuda candidate search: more queries than residues");
-        check(cudaMemcpyAsync(matched_, matched, n_, cudaMemcpyHostToDevice, s_), "search (upload matched flags)");
-        check(cudaMemcpyAsync(which_, which.data(), m * sizeof(int32_t), cudaMemcpyHostToDevice, s_),
-              "search (upload queries)");
-        best_candidates(res_, matched_, g_, which_, static_cast<int64_t>(m), limit_, H_, W_, out_, s_);
-        check(cudaMemcpyAsync(out, out_, m * sizeof(DeviceCandidate), cudaMemcpyDeviceToHost, s_),
-              "search (download candidates)");
-        check(cudaStreamSynchronize(s_), "search (sync)");
-    }
-
-private:
-    void release() noexcept {
-        if (s_) (void)cudaStreamSynchronize(s_);
-        for (void* p : {static_cast<void*>(res_), static_cast<void*>(matched_), static_cast<void*>(which_),
-                        static_cast<void*>(out_), static_cast<void*>(start_), static_cast<void*>(items_)})
-            if (p) (void)cudaFree(p);
-        res_ = nullptr;
-        matched_ = nullptr;
-        which_ = nullptr;
-        out_ = nullptr;
-        start_ = nullptr;
-        items_ = nullptr;
-        bound_ = false;
-    }
-
-    cudaStream_t s_ = nullptr;
-    size_t n_ = 0;
-    int64_t limit_ = 0, H_ = 0, W_ = 0;
-    DeviceResidue* res_ = nullptr;
-    uint8_t* matched_ = nullptr;
-    int32_t* which_ = nullptr;
-    DeviceCandidate* out_ = nullptr;
-    int64_t* start_ = nullptr;
-    int32_t* items_ = nullptr;
-    DeviceResidueGrid g_;
-    bool bound_ = false;
-};
 
 // Host arrays smaller than this are not worth page-locking.
 constexpr size_t kPinMin = size_t{4} << 20;
@@ -242,9 +138,7 @@ struct Region::Impl {
 Region::Region(const RegionArrays& a, const Window& own, const TileGrid& grid)
     : impl_(std::make_unique<Impl>(a, own, grid)) {}
 
-std::unique_ptr<CandidateSearch> Region::candidate_search() {
-    return std::make_unique<DeviceCandidateSearch>(impl_->s);
-}
+std::unique_ptr<PhaseARounds> Region::phase_a() { return make_device_phase_a(impl_->s); }
 Region::~Region() = default;
 Region::Region(Region&&) noexcept = default;
 Region& Region::operator=(Region&&) noexcept = default;

@@ -15,7 +15,7 @@
 
 #include "kernels/region.h"
 #include "kernels/residue.h"
-#include "kernels/residue_grid.h"
+#include "kernels/phase_a.h"
 #include "kernels/types.h"
 #include "partition/tile_grid.h"
 
@@ -45,10 +45,10 @@ public:
     Region& operator=(const Region&) = delete;
 
     std::vector<Residue> find_residues();            // the own window's plaquettes, sorted by id
-    // Matching phase A's candidate search on this Region's device and stream: the residues and
-    // their cell grid live in device memory from bind() until the search is destroyed, which
-    // must happen before the Region's. Same answers as HostCandidateSearch, bit for bit.
-    std::unique_ptr<CandidateSearch> candidate_search();
+    // Matching phase A's rounds on this Region's device and stream: the residues, their cell
+    // grid and the round state live in device memory from bind() until the object is
+    // destroyed, which must happen before the Region's. Same mates as HostPhaseARounds.
+    std::unique_ptr<PhaseARounds> phase_a();
     void place_cuts(std::span<const Cut> cuts);      // blocks unreliable edges, rasterises the cuts
     RegionComponents union_find();                   // one union-find over own; no constraints
     NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`

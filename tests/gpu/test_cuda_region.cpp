@@ -689,11 +689,11 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
         MatchStats ms;
         std::vector<Cut> cuts;
         {
-            const std::unique_ptr<CandidateSearch> search = region.candidate_search();
-            cuts = match_residues(res, grid, 64, self, ms, *search);
+            const std::unique_ptr<PhaseARounds> rounds = region.phase_a();
+            cuts = match_residues(res, grid, 64, self, ms, *rounds);
         }
         lap("matching");
-        EXPECT_EQ(cuts, match_residues(res, grid, 64, self, ms)) << "device and host phase A searches differ";
+        EXPECT_EQ(cuts, match_residues(res, grid, 64, self, ms)) << "device and host phase A rounds differ";
         t0 = clock::now();
         region.place_cuts(cuts);
         lap("rasterise");

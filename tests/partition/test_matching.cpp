@@ -9,6 +9,7 @@
 
 #include "kernels/residue.h"
 #include "kernels/residue_grid.h"
+#include "kernels/phase_a.h"
 #include "partition/matching.h"
 
 namespace tessera {
@@ -114,22 +115,25 @@ INSTANTIATE_TEST_SUITE_P(RandomFields, MatchingOracle,
                                            Case{2, 300, 40, 5, false}, Case{300, 2, 40, 6, true},
                                            Case{200, 260, 900, 7, true}));
 
-// The backend hook: match_residues asks the given search for every candidate (here the host
-// search behind a counting wrapper) and gets the same matching as with the default one.
-TEST(Matching, UsesTheGivenCandidateSearch) {
-    struct Counting final : CandidateSearch {
-        HostCandidateSearch host;
-        int64_t binds = 0, searches = 0, queries = 0;
-        void bind(std::span<const Residue> res, const Window& area, int64_t cell, int64_t limit, int64_t H,
-                  int64_t W) override {
+// The backend hook: match_residues runs phase A's rounds through the given PhaseARounds (here
+// the host's behind a counting wrapper) and gets the same matching as with the default one.
+TEST(Matching, UsesTheGivenPhaseARounds) {
+    struct Counting final : PhaseARounds {
+        HostPhaseARounds host;
+        int64_t binds = 0, searches = 0, decides = 0, commits = 0;
+        void bind(std::span<const Residue> res, std::span<const uint8_t> owned, const Window& area, int64_t cell,
+                  int64_t limit, int64_t H, int64_t W) override {
             ++binds;
-            host.bind(res, area, cell, limit, H, W);
+            host.bind(res, owned, area, cell, limit, H, W);
         }
-        void search(std::span<const int32_t> which, const uint8_t* matched, Candidate* out) override {
-            ++searches;
-            queries += static_cast<int64_t>(which.size());
-            host.search(which, matched, out);
+        int64_t search() override { return ++searches, host.search(); }
+        void export_states(std::span<const int32_t> l, int32_t* p, uint8_t* m) override { host.export_states(l, p, m); }
+        void import_states(std::span<const int32_t> l, const int32_t* p, const uint8_t* m) override {
+            host.import_states(l, p, m);
         }
+        void decide(bool halo) override { ++decides, host.decide(halo); }
+        void commit() override { ++commits, host.commit(); }
+        void mates(int32_t* m) override { host.mates(m); }
     };
     const auto res = random_residues(128, 128, 500, 4, true);
     const auto expect = serial_greedy(res, 128, 128);
@@ -137,13 +141,15 @@ TEST(Matching, UsesTheGivenCandidateSearch) {
     RankGrid grid;
     grid.tiles = TileGrid(128, 128, 16);
     for (int64_t D : {int64_t{3}, int64_t{64}}) {
-        Counting search;
+        Counting rounds;
         MatchStats st;
-        const auto got = match_residues(res, grid, D, self, st, search);
+        const auto got = match_residues(res, grid, D, self, st, rounds);
         EXPECT_EQ(got, expect) << "D " << D;
-        EXPECT_EQ(search.binds, 1);
-        EXPECT_EQ(search.searches, st.rounds + 1);  // the last round finds nothing active
-        EXPECT_GE(search.queries, static_cast<int64_t>(res.size()));
+        EXPECT_EQ(rounds.binds, 1);
+        EXPECT_EQ(rounds.searches, st.rounds + 1);  // the last round finds nothing active
+        EXPECT_EQ(rounds.commits, st.rounds);
+        EXPECT_EQ(rounds.decides, st.rounds);  // one rank: no halo, so no halo pass
+        EXPECT_GT(st.rounds, 0);
     }
 }
 

@@ -1,9 +1,10 @@
-// Matching phase A's candidate search on the device (cuda::Region::candidate_search) against
-// the host's best_candidate (kernels/cpu/residue_grid.cpp), candidate for candidate: random
+// Matching phase A's rounds on the device (cuda::Region::phase_a) against the host's
+// (HostPhaseARounds) and best_candidate (kernels/cpu/residue_grid.cpp), state for state: random
 // residue fields with multi-charge plaquettes, residues on the border plaquettes, dense fields
 // full of equal weights (ties broken by ids), several D (pruning limits), cell sizes, areas
-// (a rank's window with residues outside it) and matched flags; then match_residues with the
-// device search against the host search, cut for cut. Every test skips without a GPU.
+// (a rank's window with residues outside it), owned/halo splits and imported states; then
+// match_residues with the device rounds against the host's, cut for cut. Every test skips
+// without a GPU.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cuda/region.h"
+#include "kernels/phase_a.h"
 #include "kernels/residue.h"
 #include "kernels/residue_grid.h"
 #include "partition/comm.h"
@@ -74,7 +76,7 @@ std::vector<Residue> dense_residues(int64_t H, int64_t W, int64_t step, uint32_t
     return res;  // raster order: ids ascend
 }
 
-// A cuda::Region to get the device search from (its pixels play no part in the search).
+// A cuda::Region to get the device rounds from (its pixels play no part in matching).
 struct TinyRegion {
     std::vector<float> phase = std::vector<float>(4, 0.0f);
     std::vector<uint8_t> flags = std::vector<uint8_t>(4, 0);
@@ -83,47 +85,66 @@ struct TinyRegion {
     cuda::Region region{a, Window{0, 0, 2, 2}, TileGrid(2, 2, 64)};
 };
 
-std::string describe(const Candidate& c) {
-    return "(w " + std::to_string(c.key.w) + ", lo " + std::to_string(c.key.lo) + ", hi " + std::to_string(c.key.hi) +
-           ", partner " + std::to_string(c.partner) + ")";
-}
-
-// Binds both searches and compares them, and best_candidate itself, over several rounds of
-// matched flags. Returns how many candidates were compared (all must agree).
-int64_t compare_searches(CandidateSearch& dev, const std::vector<Residue>& res, const Window& area, int64_t cell,
-                         int64_t limit, int64_t H, int64_t W, uint32_t seed) {
+// Binds both implementations over `res` with a random owned/halo split and runs four rounds
+// in which a growing share of residues is imported as taken and the rest as unsearched; after
+// each search the states must agree with each other and with best_candidate, after each
+// decide/commit the mates. Returns how many candidates were compared.
+int64_t compare_rounds(PhaseARounds& dev, const std::vector<Residue>& res, const Window& area, int64_t cell,
+                       int64_t limit, int64_t H, int64_t W, uint32_t seed, bool all_owned) {
     SCOPED_TRACE("area rows " + std::to_string(area.row0) + "+" + std::to_string(area.rows) + " cols " +
                  std::to_string(area.col0) + "+" + std::to_string(area.cols) + ", cell " + std::to_string(cell) +
-                 ", limit " + std::to_string(limit));
-    HostCandidateSearch host;
-    host.bind(res, area, cell, limit, H, W);
-    dev.bind(res, area, cell, limit, H, W);
+                 ", limit " + std::to_string(limit) + (all_owned ? ", all owned" : ", owned/halo split"));
+    std::mt19937 rng(seed);
+    const size_t n = res.size();
+    std::vector<uint8_t> owned(n);
+    for (auto& o : owned) o = all_owned || rng() % 10 < 7;
+    HostPhaseARounds host;
+    host.bind(res, owned, area, cell, limit, H, W);
+    dev.bind(res, owned, area, cell, limit, H, W);
     ResidueGrid grid;
     grid.build(res, {}, area, cell);
-    std::mt19937 rng(seed);
-    std::vector<uint8_t> matched(res.size(), 0);
+    std::vector<int32_t> all(n);
+    for (size_t i = 0; i < n; ++i) all[i] = static_cast<int32_t>(i);
+    std::vector<uint8_t> taken(n, 0);
     int64_t compared = 0;
     for (int round = 0; round < 4; ++round) {
-        // Round 0: all free; later rounds: a growing share taken.
-        if (round > 0)
-            for (auto& m : matched) m = m || rng() % 4 == 0;
-        std::vector<int32_t> which;
-        for (int32_t i = 0; i < static_cast<int32_t>(res.size()); ++i)
-            if (area.contains(res[i].r, res[i].c) && (round == 0 || rng() % 3 != 0)) which.push_back(i);
-        std::shuffle(which.begin(), which.end(), rng);
-        std::vector<Candidate> got(which.size()), want(which.size());
-        dev.search(which, matched.data(), got.data());
-        host.search(which, matched.data(), want.data());
-        for (size_t k = 0; k < which.size(); ++k) {
-            const Candidate ref = best_candidate(grid, res, matched.data(), which[k], limit, H, W);
-            EXPECT_EQ(want[k].key, ref.key);
-            EXPECT_EQ(want[k].partner, ref.partner);
-            if (!(got[k].key == ref.key) || got[k].partner != ref.partner) {
-                ADD_FAILURE() << "round " << round << ", residue " << which[k] << " (id " << res[which[k]].id
-                              << "): device " << describe(got[k]) << ", host " << describe(ref);
+        if (round > 0) {
+            // Import a state: a growing share taken, everything else unsearched.
+            for (auto& t : taken) t = t || rng() % 4 == 0;
+            std::vector<int32_t> partner(n, kPartnerUnsearched);
+            host.import_states(all, partner.data(), taken.data());
+            dev.import_states(all, partner.data(), taken.data());
+        }
+        const int64_t ah = host.search(), ad = dev.search();
+        EXPECT_EQ(ad, ah) << "round " << round << ": active counts differ";
+        std::vector<int32_t> ph(n), pd(n);
+        std::vector<uint8_t> mh(n), md(n);
+        host.export_states(all, ph.data(), mh.data());
+        dev.export_states(all, pd.data(), md.data());
+        for (size_t i = 0; i < n; ++i) {
+            if (owned[i] && !mh[i]) {
+                const Candidate ref = best_candidate(grid, res, mh.data(), static_cast<int32_t>(i), limit, H, W);
+                EXPECT_EQ(ph[i], ref.partner);
+            }
+            if (pd[i] != ph[i] || md[i] != mh[i]) {
+                ADD_FAILURE() << "round " << round << ", residue " << i << " (id " << res[i].id << "): device partner "
+                              << pd[i] << " matched " << int(md[i]) << ", host partner " << ph[i] << " matched "
+                              << int(mh[i]);
                 return compared;
             }
             ++compared;
+        }
+        for (PhaseARounds* r : {static_cast<PhaseARounds*>(&host), &dev}) {
+            r->decide(false);
+            r->decide(true);
+            r->commit();
+        }
+        std::vector<int32_t> qh(n), qd(n);
+        host.mates(qh.data());
+        dev.mates(qd.data());
+        if (qd != qh) {
+            ADD_FAILURE() << "round " << round << ": mates differ";
+            return compared;
         }
     }
     return compared;
@@ -136,11 +157,11 @@ struct FieldCase {
     bool clustered;
 };
 
-TEST(CudaCandidates, DeviceSearchEqualsBestCandidateOnRandomFields) {
+TEST(CudaPhaseA, DeviceRoundsEqualHostOnRandomFields) {
     SKIP_WITHOUT_GPU();
     TinyRegion tr;
-    const std::unique_ptr<CandidateSearch> dev = tr.region.candidate_search();
-    int64_t compared = 0, ground = 0, pairs = 0, none = 0;
+    const std::unique_ptr<PhaseARounds> dev = tr.region.phase_a();
+    int64_t compared = 0;
     for (const FieldCase fc : {FieldCase{40, 50, 60, 1, false}, FieldCase{64, 64, 300, 2, true},
                                FieldCase{100, 37, 200, 3, true}, FieldCase{128, 128, 500, 4, false},
                                FieldCase{2, 300, 40, 5, false}, FieldCase{300, 2, 40, 6, true},
@@ -154,29 +175,19 @@ TEST(CudaCandidates, DeviceSearchEqualsBestCandidateOnRandomFields) {
         for (const Window& area : {whole, part})
             for (int64_t cell : {int64_t{16}, int64_t{1}, int64_t{5}})
                 for (int64_t limit : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{8}, int64_t{16}, int64_t{17},
-                                      int64_t{64}, kNoWeight}) {
-                    compared += compare_searches(*dev, res, area, cell, limit, fc.H, fc.W, fc.seed * 131 + 7);
-                    if (HasFailure()) return;
-                }
-        // What the cases exercise (round 0, whole image, D 64).
-        HostCandidateSearch host;
-        host.bind(res, whole, 16, 64, fc.H, fc.W);
-        std::vector<int32_t> all(res.size());
-        for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i);
-        std::vector<uint8_t> matched(res.size(), 0);
-        std::vector<Candidate> c(res.size());
-        host.search(all, matched.data(), c.data());
-        for (const Candidate& x : c) (x.partner == kPartnerGround ? ground : x.partner >= 0 ? pairs : none)++;
+                                      int64_t{64}, kNoWeight})
+                    for (bool all_owned : {true, false}) {
+                        compared += compare_rounds(*dev, res, area, cell, limit, fc.H, fc.W, fc.seed * 131 + 7, all_owned);
+                        if (HasFailure()) return;
+                    }
     }
     EXPECT_GT(compared, 100000);
-    EXPECT_GT(ground, 0);
-    EXPECT_GT(pairs, 0);
 }
 
-TEST(CudaCandidates, DeviceSearchBreaksEqualWeightTiesByIds) {
+TEST(CudaPhaseA, DeviceRoundsBreakEqualWeightTiesByIds) {
     SKIP_WITHOUT_GPU();
     TinyRegion tr;
-    const std::unique_ptr<CandidateSearch> dev = tr.region.candidate_search();
+    const std::unique_ptr<PhaseARounds> dev = tr.region.phase_a();
     uint32_t seed = 20;
     for (int64_t step : {int64_t{1}, int64_t{2}, int64_t{3}}) {
         const int64_t H = 70, W = 90;
@@ -184,39 +195,38 @@ TEST(CudaCandidates, DeviceSearchBreaksEqualWeightTiesByIds) {
         SCOPED_TRACE("dense, step " + std::to_string(step));
         for (int64_t limit : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{64}})
             for (int64_t cell : {int64_t{16}, int64_t{4}}) {
-                compare_searches(*dev, res, Window{0, 0, H, W}, cell, limit, H, W, seed * 7);
-                compare_searches(*dev, res, Window{10, 20, 35, 40}, cell, limit, H, W, seed * 11);
+                compare_rounds(*dev, res, Window{0, 0, H, W}, cell, limit, H, W, seed * 7, true);
+                compare_rounds(*dev, res, Window{10, 20, 35, 40}, cell, limit, H, W, seed * 11, false);
                 if (HasFailure()) return;
             }
     }
 }
 
-TEST(CudaCandidates, EmptySetsAndRebinding) {
+TEST(CudaPhaseA, EmptySetsAndRebinding) {
     SKIP_WITHOUT_GPU();
     TinyRegion tr;
-    const std::unique_ptr<CandidateSearch> dev = tr.region.candidate_search();
-    dev->bind({}, Window{0, 0, 10, 10}, 16, 64, 10, 10);
-    dev->search({}, nullptr, nullptr);
+    const std::unique_ptr<PhaseARounds> dev = tr.region.phase_a();
+    dev->bind({}, {}, Window{0, 0, 10, 10}, 16, 64, 10, 10);
+    EXPECT_EQ(dev->search(), 0);
+    dev->decide(false);
+    dev->commit();
     // One residue: its only candidate is the ground (or none under a small limit).
     const std::vector<Residue> one = {{residue_id(4, 5, 10, 0), 4, 5, 1}};
+    const std::vector<uint8_t> owned = {1};
     for (int64_t limit : {int64_t{1}, int64_t{4}, int64_t{5}, kNoWeight}) {
-        dev->bind(one, Window{0, 0, 10, 10}, 16, limit, 10, 10);
-        const uint8_t matched = 0;
-        const int32_t which = 0;
-        Candidate c;
-        dev->search({&which, 1}, &matched, &c);
-        if (limit >= 4) {  // ground weight min(5, 5, 6, 4) = 4 (right)
-            EXPECT_EQ(c.partner, kPartnerGround);
-            EXPECT_EQ(c.key, (EdgeKey{4, one[0].id, kGroundId}));
-        } else {
-            EXPECT_EQ(c.partner, kPartnerNone);
-            EXPECT_EQ(c.key, EdgeKey{});
-        }
+        dev->bind(one, owned, Window{0, 0, 10, 10}, 16, limit, 10, 10);
+        EXPECT_EQ(dev->search(), limit >= 4 ? 1 : 0);
+        dev->decide(false);
+        dev->commit();
+        int32_t mate = 0;
+        dev->mates(&mate);
+        // ground weight min(5, 5, 6, 4) = 4 (right)
+        EXPECT_EQ(mate, limit >= 4 ? kPartnerGround : kPartnerNone) << "limit " << limit;
     }
 }
 
-// match_residues with the device search: the same cuts and statistics as with the host's.
-TEST(CudaCandidates, MatchResiduesWithDeviceSearchEqualsHost) {
+// match_residues with the device rounds: the same cuts and statistics as with the host's.
+TEST(CudaPhaseA, MatchResiduesWithDeviceRoundsEqualsHost) {
     SKIP_WITHOUT_GPU();
     TinyRegion tr;
     Comm self(MPI_COMM_SELF);
@@ -231,7 +241,7 @@ TEST(CudaCandidates, MatchResiduesWithDeviceSearchEqualsHost) {
                          std::to_string(fc.seed) + " D " + std::to_string(D));
             MatchStats sh, sd;
             const std::vector<Cut> host = match_residues(res, grid, D, self, sh);
-            const std::unique_ptr<CandidateSearch> dev = tr.region.candidate_search();
+            const std::unique_ptr<PhaseARounds> dev = tr.region.phase_a();
             const std::vector<Cut> got = match_residues(res, grid, D, self, sd, *dev);
             ASSERT_EQ(got.size(), host.size());
             for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], host[i]) << "cut " << i;

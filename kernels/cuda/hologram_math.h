@@ -1,0 +1,177 @@
+// Scalar pieces of the hologram demodulation shared by the host and the device: the float
+// atan2 of the CPU backend (tessera::phase_of), the reference division, the sideband
+// filter's radius (tessera::filter_radius). Each is written with the CPU's operations in the
+// CPU's order; on the device every float/double operation is an explicitly rounded intrinsic
+// (__fmul_rn, ...), never contracted into an FMA whatever the nvcc flags, so that for the
+// same inputs host and device give the same bits (tests/gpu/test_cuda_hologram.cpp).
+//
+// C++17 and CUDA-free on the host side: included by nvcc (hologram.cu) and by g++ (tests).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#ifndef TESSERA_HD
+#define TESSERA_HD __host__ __device__
+#endif
+#define TESSERA_HD_INLINE __host__ __device__ __forceinline__
+#else
+#ifndef TESSERA_HD
+#define TESSERA_HD
+#endif
+#define TESSERA_HD_INLINE inline
+#endif
+
+namespace tessera::cuda::hm {
+
+// Rounded-to-nearest float and double operations: intrinsics on the device (no FMA
+// contraction possible), plain operators on the host (the project builds with
+// -ffp-contract=off; x86-64 evaluates float in float).
+TESSERA_HD_INLINE float fmul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+TESSERA_HD_INLINE float fadd(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+TESSERA_HD_INLINE float fsub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+TESSERA_HD_INLINE float fdiv(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fdiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+TESSERA_HD_INLINE double dmul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+TESSERA_HD_INLINE double dadd(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+TESSERA_HD_INLINE double ddiv(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __ddiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+TESSERA_HD_INLINE double dsqrt(double a) {
+#if defined(__CUDA_ARCH__)
+    return __dsqrt_rn(a);
+#else
+    return std::sqrt(a);
+#endif
+}
+TESSERA_HD_INLINE float fabs_(float a) {
+#if defined(__CUDA_ARCH__)
+    return fabsf(a);
+#else
+    return std::fabs(a);
+#endif
+}
+TESSERA_HD_INLINE bool signbit_(float a) {
+#if defined(__CUDA_ARCH__)
+    return (__float_as_uint(a) >> 31) != 0;
+#else
+    return std::signbit(a);
+#endif
+}
+
+// The float values of std::numbers::pi_v<float> and its halves (exact halvings).
+inline constexpr float kPiF = 3.14159265358979323846f;
+inline constexpr float kPi2F = kPiF / 2;
+inline constexpr float kPi4F = kPiF / 4;
+inline constexpr double kPiD = 3.14159265358979323846;
+
+}  // namespace tessera::cuda::hm
+
+namespace tessera::cuda {
+
+// tessera::phase_of (kernels/cpu/hologram.cpp, fast_phase) operation for operation: octant
+// reduction to a in [0, 1], Cephes' atanf polynomial, octant undone; [-pi, pi), +pi -> -pi.
+// Every comparison and select as the CPU's, so NaN, zeros of either sign, infinities and
+// denormals come out as there.
+TESSERA_HD_INLINE float phase_of(float im, float re) {
+    using namespace hm;
+    const float ax = fabs_(re), ay = fabs_(im);
+    const float mx = ax > ay ? ax : ay, mn = ax > ay ? ay : ax;
+    const float q = fdiv(mn, mx);
+    const float a = mx == 0.0f ? 0.0f : q;
+    const bool big = a > 0.41421356f;  // tan(pi/8)
+    const float tb = fdiv(fsub(a, 1.0f), fadd(a, 1.0f));
+    const float t = big ? tb : a;
+    const float z = fmul(t, t);
+    // ((((c0 z - c1) z + c2) z - c3) z) t + t, left to right as the CPU's expression.
+    float p = fmul(8.05374449538e-2f, z);
+    p = fsub(p, 1.38776856032e-1f);
+    p = fmul(p, z);
+    p = fadd(p, 1.99777106478e-1f);
+    p = fmul(p, z);
+    p = fsub(p, 3.33329491539e-1f);
+    p = fmul(p, z);
+    p = fmul(p, t);
+    float r = fadd(p, t);
+    r = big ? fadd(r, kPi4F) : r;
+    r = ay > ax ? fsub(kPi2F, r) : r;
+    r = signbit_(re) ? fsub(kPiF, r) : r;
+    r = signbit_(im) ? -r : r;
+    return r >= kPiF ? -kPiF : r;
+}
+
+// field / ref as tessera::divide_by_reference: field * conj(ref) / |ref|^2, 0 where |ref| == 0.
+TESSERA_HD_INLINE void divide_field(float a, float b, float c, float d, float& re, float& im) {
+    using namespace hm;
+    const float m = fadd(fmul(c, c), fmul(d, d));
+    if (m == 0.0f) {
+        re = 0.0f;
+        im = 0.0f;
+        return;
+    }
+    re = fdiv(fadd(fmul(a, c), fmul(b, d)), m);
+    im = fdiv(fsub(fmul(b, c), fmul(a, d)), m);
+}
+
+// tessera::filter_radius for a carrier at FFT-shifted (row, col): `given` > 0 is the
+// user's radius (HologramParams::filter_radius), else a third of the carrier's distance
+// from the zero frequency; capped below half the smaller side, at least 0.5. Only exactly
+// rounded double operations and the same comparisons (std::min / std::max), so the same
+// value as the host function (asserted by the tests).
+TESSERA_HD_INLINE double sideband_radius(double given, int64_t rows, int64_t cols, int64_t row, int64_t col) {
+    using namespace hm;
+    const double ky = static_cast<double>(row - rows / 2), kx = static_cast<double>(col - cols / 2);
+    const double r = given > 0 ? given : ddiv(dsqrt(dadd(dmul(ky, ky), dmul(kx, kx))), 3.0);
+    const double cap = dadd(ddiv(static_cast<double>(rows < cols ? rows : cols), 2.0), -1.0);
+    const double lo = cap < r ? cap : r;  // std::min(r, cap)
+    return lo < 0.5 ? 0.5 : lo;           // std::max(lo, 0.5)
+}
+
+// True when the carrier search of a rows x cols frame has no bin outside the DC exclusion
+// radius `dc` (tessera::find_carrier would throw). The searched half-plane always holds a
+// bin at (|ky|, |kx|) = (rows/2, cols/2), the farthest from the zero frequency.
+inline bool carrier_search_is_empty(int64_t rows, int64_t cols, double dc) {
+    const int64_t ky = rows / 2, kx = cols / 2;
+    return !(static_cast<double>(ky * ky + kx * kx) > dc * dc);
+}
+
+}  // namespace tessera::cuda
