@@ -3,13 +3,18 @@
 // result is compared bit for bit with the CPU backend's.
 //   tessera_bench_stages --case topo --size 8192 --backend cuda --repeat 5 --check
 #include <mpi.h>
+#ifdef TESSERA_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,31 +27,63 @@ using namespace tessera;
 
 namespace {
 
+// Host arrays of one scene, allocated once and reused by every run; page-locked
+// (cudaMallocHost) for the CUDA backend unless --pageable, as a GPU pipeline's own buffers are.
+template <class T>
+struct HostArray {
+    T* p = nullptr;
+    size_t n = 0;
+    bool pinned = false;
+    HostArray(size_t n_, bool pin) : n(n_) {
+#ifdef TESSERA_HAVE_CUDA
+        if (pin && cudaMallocHost(reinterpret_cast<void**>(&p), n * sizeof(T)) == cudaSuccess) {
+            pinned = true;
+            return;
+        }
+#endif
+        (void)pin;
+        p = static_cast<T*>(std::malloc(n * sizeof(T)));
+        if (!p) throw std::bad_alloc();
+    }
+    ~HostArray() {
+#ifdef TESSERA_HAVE_CUDA
+        if (pinned) {
+            cudaFreeHost(p);
+            return;
+        }
+#endif
+        std::free(p);
+    }
+    HostArray(const HostArray&) = delete;
+    HostArray& operator=(const HostArray&) = delete;
+};
+
+struct Buffers {
+    HostArray<float> u;
+    HostArray<uint8_t> flags;
+    HostArray<uint32_t> label;
+    HostArray<int32_t> k;
+    Buffers(size_t n, bool pin) : u(n, pin), flags(n, pin), label(n, pin), k(n, pin) {}
+};
+
 struct Run {
-    std::vector<float> u;
-    std::vector<uint32_t> label;
-    std::vector<int32_t> k;
     std::map<std::string, double> stage;
     double total = 0;
 };
 
-Run run(const SynthScene& s, Backend b, int64_t tile) {
+// Unwraps the scene into b (cycles only when asked: a check needs them, a timing does not).
+Run run(const SynthScene& s, Backend backend, int64_t tile, Buffers& b, bool cycles) {
     Run out;
     const size_t n = s.wrapped.size();
-    out.u.resize(n);
-    out.label.resize(n);
-    out.k.resize(n);
-    std::vector<uint8_t> flags(n);
 #pragma omp parallel for
     for (size_t i = 0; i < n; ++i) {
         const bool ok = std::isfinite(s.wrapped[i]);
-        out.u[i] = ok ? s.wrapped[i] : 0.0f;
-        flags[i] = ok ? 0 : kInvalid;
+        b.u.p[i] = ok ? s.wrapped[i] : 0.0f;
+        b.flags.p[i] = ok ? 0 : kInvalid;
     }
-    RegionArrays a{s.rows, s.cols, Window{0, 0, s.rows, s.cols}, out.u.data(), flags.data(), out.label.data(),
-                   out.k.data()};
+    RegionArrays a{s.rows, s.cols, Window{0, 0, s.rows, s.cols}, b.u.p, b.flags.p, b.label.p, cycles ? b.k.p : nullptr};
     UnwrapParams p;
-    p.backend = b;
+    p.backend = backend;
     auto t = std::chrono::steady_clock::now();
     const auto t0 = t;
     unwrap_image(a, tile, p, [&](const char* name) {
@@ -70,7 +107,7 @@ int main(int argc, char** argv) {
     std::string name = "topo", backend = "cpu";
     int64_t size = 4096, tile = 512;
     int repeat = 3;
-    bool check = false;
+    bool check = false, pinned = true;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto next = [&] { return std::string(i + 1 < argc ? argv[++i] : ""); };
@@ -80,18 +117,19 @@ int main(int argc, char** argv) {
         else if (a == "--backend") backend = next();
         else if (a == "--repeat") repeat = std::stoi(next());
         else if (a == "--check") check = true;
+        else if (a == "--pageable") pinned = false;
     }
     const Backend b = backend == "cuda" ? Backend::kCuda : Backend::kCpu;
     const auto tg = std::chrono::steady_clock::now();
     const SynthScene s = make_scene(name, size, size, 1);
     std::fprintf(stderr, "scene %s %lldx%lld in %.1f s\n", name.c_str(), static_cast<long long>(size),
                  static_cast<long long>(size), std::chrono::duration<double>(std::chrono::steady_clock::now() - tg).count());
-    run(s, b, tile);  // warm-up: allocations, module load, page faults
+    Buffers buf(s.wrapped.size(), pinned && b == Backend::kCuda);
+    run(s, b, tile, buf, false);  // warm-up: allocations, module load, page faults
     std::map<std::string, std::vector<double>> st;
     std::vector<double> total;
-    Run last;
     for (int r = 0; r < repeat; ++r) {
-        last = run(s, b, tile);
+        const Run last = run(s, b, tile, buf, false);
         for (const auto& [k, v] : last.stage) st[k].push_back(v);
         total.push_back(last.total);
     }
@@ -107,9 +145,12 @@ int main(int argc, char** argv) {
     std::printf(" %.2f | %.2f |\n", px / tot / 1e9, px / resident / 1e9);
     int rc = 0;
     if (check && b == Backend::kCuda) {
-        const Run ref = run(s, Backend::kCpu, tile);
-        const bool same = std::memcmp(ref.u.data(), last.u.data(), ref.u.size() * 4) == 0 && ref.label == last.label &&
-                          ref.k == last.k;
+        const size_t n = s.wrapped.size();
+        Buffers ref(n, false);
+        run(s, Backend::kCpu, tile, ref, true);
+        run(s, b, tile, buf, true);
+        const bool same = std::memcmp(ref.u.p, buf.u.p, n * 4) == 0 && std::memcmp(ref.label.p, buf.label.p, n * 4) == 0 &&
+                          std::memcmp(ref.k.p, buf.k.p, n * 4) == 0;
         std::fprintf(stderr, "check vs cpu backend: %s\n", same ? "bit-identical" : "DIFFERENT");
         rc = same ? 0 : 1;
     }
