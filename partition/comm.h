@@ -18,6 +18,10 @@ public:
         MPI_Comm_rank(c, &rank_);
         MPI_Comm_size(c, &size_);
     }
+    // One process alone, without calling MPI at all: threads that each unwrap their own
+    // frame (src/frame_lanes.h) need no MPI thread support. Every collective of a size-1
+    // communicator returns the rank's own data.
+    static Comm alone() { return Comm(); }
     MPI_Comm get() const { return comm_; }
     int rank() const { return rank_; }
     int size() const { return size_; }
@@ -48,6 +52,11 @@ public:
                                            const std::vector<int>& recv_elems) {
         static_assert(std::is_trivially_copyable_v<T>);
         auto p = std::make_unique<Pending<T>>();
+        if (size_ == 1) {
+            p->recv_ = send[0];
+            p->done_ = true;
+            return p;
+        }
         p->sc_.resize(size_), p->sd_.resize(size_), p->rc_.resize(size_), p->rd_.resize(size_);
         for (int d = 0; d < size_; ++d) {
             p->sc_[d] = nbytes<T>(send[d].size());
@@ -68,6 +77,10 @@ public:
     template <class T>
     std::vector<T> alltoallv(const std::vector<std::vector<T>>& send, std::vector<int>* recv_elems = nullptr) {
         static_assert(std::is_trivially_copyable_v<T>);
+        if (size_ == 1) {
+            if (recv_elems) *recv_elems = {static_cast<int>(send[0].size())};
+            return send[0];
+        }
         std::vector<int> sc(size_), rc(size_), sd(size_), rd(size_);
         std::vector<T> flat;
         for (int d = 0; d < size_; ++d) {
@@ -93,6 +106,7 @@ public:
     template <class T>
     std::vector<T> allgatherv(const std::vector<T>& mine) {
         static_assert(std::is_trivially_copyable_v<T>);
+        if (size_ == 1) return mine;
         int n = nbytes<T>(mine.size());
         std::vector<int> rc(size_), rd(size_);
         check(MPI_Allgather(&n, 1, MPI_INT, rc.data(), 1, MPI_INT, comm_));
@@ -108,6 +122,7 @@ public:
     template <class T>
     std::vector<std::vector<T>> gatherv(const std::vector<T>& mine, int root) {
         static_assert(std::is_trivially_copyable_v<T>);
+        if (size_ == 1) return {mine};
         int n = nbytes<T>(mine.size());
         std::vector<int> rc(size_), rd(size_);
         check(MPI_Gather(&n, 1, MPI_INT, rc.data(), 1, MPI_INT, root, comm_));
@@ -127,6 +142,7 @@ public:
     template <class T>
     std::vector<T> scatterv(const std::vector<std::vector<T>>& per_rank, int root) {
         static_assert(std::is_trivially_copyable_v<T>);
+        if (size_ == 1) return per_rank[0];
         std::vector<int> sc(size_), sd(size_);
         std::vector<T> flat;
         if (rank_ == root)
@@ -146,6 +162,7 @@ public:
     template <class T>
     void bcast(T& v, int root) {
         static_assert(std::is_trivially_copyable_v<T>);
+        if (size_ == 1) return;
         check(MPI_Bcast(&v, sizeof(T), MPI_BYTE, root, comm_));
         if (rank_ == root) bytes_sent_ += static_cast<int64_t>(sizeof(T)) * (size_ - 1);
     }
@@ -153,6 +170,7 @@ public:
     int64_t sum(int64_t v) { return reduce(v, MPI_SUM); }
     int64_t max(int64_t v) { return reduce(v, MPI_MAX); }
     double max(double v) {
+        if (size_ == 1) return v;
         double out = 0;
         check(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, comm_));
         bytes_sent_ += sizeof(double);
@@ -166,7 +184,9 @@ private:
         if (b > static_cast<size_t>(INT32_MAX)) throw std::runtime_error("MPI message over 2 GiB");
         return static_cast<int>(b);
     }
+    Comm() : comm_(MPI_COMM_SELF) {}
     int64_t reduce(int64_t v, MPI_Op op) {
+        if (size_ == 1) return v;
         int64_t out = 0;
         check(MPI_Allreduce(&v, &out, 1, MPI_INT64_T, op, comm_));
         bytes_sent_ += sizeof(int64_t);

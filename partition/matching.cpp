@@ -1,7 +1,10 @@
 #include "partition/matching.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <queue>
 
 #include "kernels/phase_a.h"
@@ -32,6 +35,23 @@ struct ResidueState {
 
 bool by_cut(const Cut& a, const Cut& b) { return a.id_a != b.id_a ? a.id_a < b.id_a : a.id_b < b.id_b; }
 
+// TESSERA_TRACE=1: the matching's steps in milliseconds on stderr (profiling the backends).
+class StepTrace {
+public:
+    StepTrace() : on_(std::getenv("TESSERA_TRACE") != nullptr) {}
+    void operator()(const char* step) {
+        if (!on_) return;
+        const auto now = std::chrono::steady_clock::now();
+        std::fprintf(stderr, "tessera: matching/%-10s %8.3f ms\n", step,
+                     std::chrono::duration<double, std::milli>(now - last_).count());
+        last_ = now;
+    }
+
+private:
+    bool on_;
+    std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 }  // namespace
 
 std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t D, Comm& comm,
@@ -46,6 +66,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
     const int self = comm.rank(), P = comm.size();
     const Window own = grid.own(self);
     const int64_t n_own = static_cast<int64_t>(owned.size());
+    StepTrace trace;
     st = MatchStats{};
     st.residues = comm.sum(n_own);
 
@@ -92,7 +113,9 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
         const int64_t row0 = std::max<int64_t>(0, own.row0 - D - 1), col0 = std::max<int64_t>(0, own.col0 - D - 1);
         const Window area{row0, col0, std::min(H, own.row0 + own.rows + D + 1) - row0,
                           std::min(W, own.col0 + own.cols + D + 1) - col0};
+        trace("halo");
         rounds.bind(res, is_owned, area, kPhaseACell, D, H, W);
+        trace("bind");
     }
 
     // The border residues' locals in message order, and the halo residues' in arrival order.
@@ -140,6 +163,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
         }
         rounds.commit();
     }
+    trace("rounds");
 
     // The cuts from the mates, in ascending (id_a, id_b) order since ids ascend with i.
     std::vector<int32_t> mate(res.size());
@@ -160,6 +184,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
     }
     st.phase_a_pairs = comm.sum(st.phase_a_pairs);
     st.phase_a_ground = comm.sum(st.phase_a_ground);
+    trace("cuts");
 
     // Phase B: every rank's leftovers, the same greedy everywhere.
     std::vector<Residue> left = comm.allgatherv(mine);
@@ -172,6 +197,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
     std::sort(cuts.begin() + static_cast<std::ptrdiff_t>(n_a), cuts.end(), by_cut);
     std::inplace_merge(cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(n_a), cuts.end(), by_cut);
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    trace("phase_b");
     return cuts;
 }
 

@@ -5,9 +5,7 @@
 #include <stdexcept>
 
 #include "kernels/cpu/region.h"
-#include "kernels/phase_a.h"
-#include "partition/global_solve.h"
-#include "partition/matching.h"
+#include "src/unwrap_stages.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "kernels/cuda/region.h"
 #endif
@@ -16,51 +14,15 @@ namespace tessera {
 
 namespace {
 
-// The stages in order; Region is the backend (cpu::Region or cuda::Region).
+// Makes the backend's Region, runs the stages, downloads.
 template <class Region>
 RegionStats run_stages(const RegionArrays& a, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
                        std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
-    RegionStats st;
-    st.tiles = grid.tiles.count();
     Region region(a, grid.own(comm.rank()), grid.tiles);
     stage("upload");  // the CUDA backend copies phase and flags to the device here
-
-    std::vector<Residue> res = region.find_residues();
-    stage("residues");
-
-    MatchStats ms;
-    std::vector<Cut> cuts;
-    {
-        const std::unique_ptr<PhaseARounds> rounds = region.phase_a();  // the backend's phase A
-        cuts = match_residues(res, grid, p.max_pair_distance, comm, ms, *rounds);
-    }
-    st.residues = ms.residues;
-    st.rounds = ms.rounds;
-    st.leftovers = ms.leftovers;
-    st.pairs = ms.phase_a_pairs + ms.phase_b_pairs;
-    st.ground_cuts = ms.phase_a_ground + ms.phase_b_ground;
-    stage("matching");
-
-    region.place_cuts(cuts);
-    stage("rasterise");
-
-    const RegionComponents comps = region.union_find();
-    stage("union_find");
-
-    const GlobalSolution g = solve_global(comps, grid, comm, p.min_component_size, p.reference,
-                                          [&](const Window& w) { return region.strip(w); });
-    st.conflicts = comm.sum(comps.conflicts) + g.conflicts;
-    st.components = g.components;
-    st.labelled = g.labelled;
-    st.largest = g.largest;
-    stage("offset_solve");
-
-    region.apply(ComponentAssignment{comps.records, g.offset, g.label});
-    stage("apply");
+    const RegionStats st = run_unwrap_stages(region, grid, comm, p, residues_out, stage);
     region.finish();
     stage("download");
-    st.bytes_sent = comm.bytes_sent();
-    if (residues_out) *residues_out = std::move(res);
     return st;
 }
 

@@ -367,8 +367,7 @@ SurfaceFit fit_surface(const float* z, const uint8_t* valid, const uint8_t* mask
                        int64_t stride, int64_t H, int64_t W, int degree, Comm& comm) {
     check_degree(degree);
     const double local_max = surface_max_abs(z, valid, mask, own, stride);
-    double global_max = 0;
-    MPI_Allreduce(&local_max, &global_max, 1, MPI_DOUBLE, MPI_MAX, comm.get());
+    const double global_max = comm.max(local_max);  // exact in any order
     SurfaceMoments m = surface_moments(z, valid, mask, own, stride, H, W, degree, surface_zexp(global_max));
 
     // One allreduce of [count, geo..., zm...] as 256-bit integers, summed exactly.

@@ -24,14 +24,8 @@ static_assert(kDeviceGroundId == kGroundId && kDeviceNoWeight == kNoWeight &&
 
 class DevicePhaseARounds final : public PhaseARounds {
 public:
-    explicit DevicePhaseARounds(cudaStream_t s) : s_(s) {
-        check(cudaMallocHost(reinterpret_cast<void**>(&h_active_), sizeof(unsigned long long)),
-              "phase A (cudaMallocHost)");
-    }
-    ~DevicePhaseARounds() override {
-        release();
-        if (h_active_) (void)cudaFreeHost(h_active_);
-    }
+    explicit DevicePhaseARounds(cudaStream_t s) : s_(s) {}
+    ~DevicePhaseARounds() override { release(); }
     DevicePhaseARounds(const DevicePhaseARounds&) = delete;
     DevicePhaseARounds& operator=(const DevicePhaseARounds&) = delete;
 
@@ -87,10 +81,10 @@ public:
     int64_t search() override {
         check(cudaMemsetAsync(d_active_, 0, sizeof(unsigned long long), s_), "phase A (clear count)");
         phase_a_search(st_, g_, limit_, H_, W_, d_active_, s_);
-        check(cudaMemcpyAsync(h_active_, d_active_, sizeof(unsigned long long), cudaMemcpyDeviceToHost, s_),
+        check(cudaMemcpyAsync(&h_active_, d_active_, sizeof(unsigned long long), cudaMemcpyDeviceToHost, s_),
               "phase A (download count)");
         check(cudaStreamSynchronize(s_), "phase A (search)");
-        return static_cast<int64_t>(*h_active_);
+        return static_cast<int64_t>(h_active_);
     }
 
     void export_states(std::span<const int32_t> locals, int32_t* partner, uint8_t* matched) override {
@@ -171,7 +165,7 @@ private:
     void* scratch_ = nullptr;
     size_t scratch_bytes_ = 0;
     unsigned long long* d_active_ = nullptr;
-    unsigned long long* h_active_ = nullptr;  // pinned
+    unsigned long long h_active_ = 0;
     int32_t *x_locals_ = nullptr, *x_partner_ = nullptr;
     uint8_t* x_matched_ = nullptr;
     int64_t x_cap_ = 0;

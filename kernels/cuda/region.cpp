@@ -34,15 +34,31 @@ int select_device(int local_rank) {
 
 namespace {
 
+// Stream-ordered, from the device's pool (keep_pool_memory): a frame's Region neither maps
+// memory nor synchronises the device (cudaFree does) when it is made and released.
 template <class T>
-T* device_alloc(size_t count, const char* what) {
+T* device_alloc(size_t count, cudaStream_t s, const char* what) {
     void* p = nullptr;
-    check(cudaMalloc(&p, std::max<size_t>(count, 1) * sizeof(T)), what);
+    check(cudaMallocAsync(&p, std::max<size_t>(count, 1) * sizeof(T), s), what);
     return static_cast<T*>(p);
 }
 
 // Host arrays smaller than this are not worth page-locking.
 constexpr size_t kPinMin = size_t{4} << 20;
+
+// Stream-ordered allocations (cudaMallocAsync: matching, CUB scratch) keep their memory in the
+// device's pool between stages and frames instead of returning it to the driver at every
+// synchronisation (the default release threshold, 0).
+void keep_pool_memory() {
+    int dev = 0;
+    cudaMemPool_t pool = nullptr;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    uint64_t keep = UINT64_MAX;
+    if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess) (void)cudaGetLastError();
+}
 
 bool pinning_enabled() {
     const char* e = std::getenv("TESSERA_CUDA_PIN");
@@ -63,7 +79,10 @@ struct Region::Impl {
     bool applied = false;
     std::vector<void*> pinned;      // host ranges this Region registered (cudaHostRegister)
 
-    Impl(const RegionArrays& a_, const Window& own_, const TileGrid& grid_) : a(a_), own(own_), grid(grid_) {
+    bool own_stream = true;
+
+    Impl(const RegionArrays& a_, const Window& own_, const TileGrid& grid_, const DeviceInput* in)
+        : a(a_), own(own_), grid(grid_) {
         const Window& b = a.buf;
         if (own.rows <= 0 || own.cols <= 0) throw std::invalid_argument("cuda::Region: empty own window");
         if (own.row0 < b.row0 || own.col0 < b.col0 || own.row0 + own.rows > b.row0 + b.rows ||
@@ -77,22 +96,35 @@ struct Region::Impl {
         if (own.size() >= (int64_t{1} << 32))
             throw std::invalid_argument("cuda::Region: own window of 2^32 pixels or more (split it into regions)");
         try {
-            check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+            keep_pool_memory();
+            if (in && in->stream) {
+                s = static_cast<cudaStream_t>(in->stream);
+                own_stream = false;
+            } else {
+                check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+            }
             const size_t nb = static_cast<size_t>(b.size());
-            pin(a.phase, nb * sizeof(float));
+            pin(a.phase, nb * sizeof(float));  // finish() downloads u (and flags) into the host arrays
             pin(a.flags, nb);
             pin(a.label, nb * sizeof(uint32_t));
             pin(a.cycles, nb * sizeof(int32_t));
             d.H = a.H;
             d.W = a.W;
             d.buf = b;
-            d.phase = device_alloc<float>(nb, "cudaMalloc phase");
-            d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, "cudaMalloc flags");
-            nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), "cudaMalloc union-find nodes");
+            d.phase = device_alloc<float>(nb, s, "cudaMallocAsync phase");
+            d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, s, "cudaMallocAsync flags");
+            nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), s, "cudaMallocAsync union-find nodes");
             check(cudaMemsetAsync(d.flags, 0, (nb + 3) / 4 * 4, s), "cudaMemset flags");
-            check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
-            check(cudaMemcpyAsync(d.flags, a.flags, nb, cudaMemcpyHostToDevice, s), "upload flags");
-            check(cudaStreamSynchronize(s), "upload (sync)");
+            if (in) {  // already on the device, in stream order
+                check(cudaMemcpyAsync(d.phase, in->phase, nb * sizeof(float), cudaMemcpyDeviceToDevice, s),
+                      "copy device phase");
+                if (in->flags)
+                    check(cudaMemcpyAsync(d.flags, in->flags, nb, cudaMemcpyDeviceToDevice, s), "copy device flags");
+            } else {
+                check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
+                check(cudaMemcpyAsync(d.flags, a.flags, nb, cudaMemcpyHostToDevice, s), "upload flags");
+                check(cudaStreamSynchronize(s), "upload (sync)");
+            }
         } catch (...) {
             release();
             throw;
@@ -105,6 +137,10 @@ struct Region::Impl {
     // registered, locked-memory limit, ...) the array simply stays pageable.
     void pin(void* p, size_t bytes) {
         if (!p || bytes < kPinMin || !pinning_enabled()) return;
+        if (std::find(pinned.begin(), pinned.end(), p) != pinned.end()) return;
+        cudaPointerAttributes at{};
+        if (cudaPointerGetAttributes(&at, p) == cudaSuccess && at.type == cudaMemoryTypeHost) return;  // already
+        (void)cudaGetLastError();
         if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) == cudaSuccess)
             pinned.push_back(p);
         else
@@ -117,13 +153,13 @@ struct Region::Impl {
         pinned.clear();
         for (void* p : {static_cast<void*>(d.phase), static_cast<void*>(d.flags), static_cast<void*>(nodes),
                         static_cast<void*>(label), static_cast<void*>(cycles)})
-            if (p) (void)cudaFree(p);
+            if (p) (void)cudaFreeAsync(p, s);
         d.phase = nullptr;
         d.flags = nullptr;
         nodes = nullptr;
         label = nullptr;
         cycles = nullptr;
-        if (s) (void)cudaStreamDestroy(s);
+        if (s && own_stream) (void)cudaStreamSynchronize(s), (void)cudaStreamDestroy(s);
         s = nullptr;
     }
 
@@ -136,7 +172,19 @@ struct Region::Impl {
 };
 
 Region::Region(const RegionArrays& a, const Window& own, const TileGrid& grid)
-    : impl_(std::make_unique<Impl>(a, own, grid)) {}
+    : impl_(std::make_unique<Impl>(a, own, grid, nullptr)) {}
+
+Region::Region(const RegionArrays& a, const Window& own, const TileGrid& grid, const DeviceInput& in)
+    : impl_(std::make_unique<Impl>(a, own, grid, &in)) {
+    if (!in.phase) throw std::invalid_argument("cuda::Region: DeviceInput without a phase");
+}
+
+Region::DeviceResult Region::device_result() const {
+    const Impl& m = *impl_;
+    if (!m.applied) throw std::logic_error("cuda::Region::device_result before apply()");
+    const int64_t base = m.a.index(m.own.row0, m.own.col0);
+    return {m.d.phase + base, m.label, m.a.buf.cols, m.own.cols, m.s};
+}
 
 std::unique_ptr<PhaseARounds> Region::phase_a() { return make_device_phase_a(impl_->s); }
 Region::~Region() = default;
@@ -222,6 +270,7 @@ std::vector<PixelState> Region::strip(const Window& w) const {
     const size_t n = static_cast<size_t>(w.size()), wc = static_cast<size_t>(w.cols), rows = static_cast<size_t>(w.rows);
     std::vector<uint64_t> words(n);
     std::vector<uint8_t> flags(n);
+    std::vector<float> phase(n);
     const int64_t l0 = (w.row0 - m.own.row0) * m.own.cols + (w.col0 - m.own.col0);
     const int64_t b0 = m.a.index(w.row0, w.col0);
     check(cudaMemcpy2DAsync(words.data(), wc * sizeof(uint64_t), m.nodes + l0,
@@ -231,6 +280,10 @@ std::vector<PixelState> Region::strip(const Window& w) const {
     check(cudaMemcpy2DAsync(flags.data(), wc, m.d.flags + b0, static_cast<size_t>(m.a.buf.cols), wc, rows,
                             cudaMemcpyDeviceToHost, m.s),
           "strip (download flags)");
+    // Before apply() the device phase is still the wrapped phase (the host's may never have held it).
+    check(cudaMemcpy2DAsync(phase.data(), wc * sizeof(float), m.d.phase + b0, static_cast<size_t>(m.a.buf.cols) * sizeof(float),
+                            wc * sizeof(float), rows, cudaMemcpyDeviceToHost, m.s),
+          "strip (download phase)");
     check(cudaStreamSynchronize(m.s), "strip (sync)");
     std::vector<PixelState> out(n);
     for (int64_t y = 0; y < w.rows; ++y)
@@ -238,9 +291,8 @@ std::vector<PixelState> Region::strip(const Window& w) const {
             const size_t i = static_cast<size_t>(y * w.cols + x);
             const int64_t l = l0 + y * m.own.cols + x;
             const uint32_t p = uf::parent(words[i]);
-            // Before apply() the host phase still holds the wrapped phase the device works on.
-            out[i] = {m.global_of_local(p), p == static_cast<uint32_t>(l) ? 0 : uf::potential(words[i]),
-                      m.a.phase[m.a.index(w.row0 + y, w.col0 + x)], flags[i]};
+            out[i] = {m.global_of_local(p), p == static_cast<uint32_t>(l) ? 0 : uf::potential(words[i]), phase[i],
+                      flags[i]};
         }
     return out;
 }
@@ -251,13 +303,13 @@ void Region::apply(const ComponentAssignment& as) {
     if (as.offset.size() != n || as.label.size() != n)
         throw std::invalid_argument("cuda::Region::apply: records, offsets and labels differ in length");
     const size_t npx = static_cast<size_t>(m.own.size());
-    if (!m.label) m.label = device_alloc<uint32_t>(npx, "cudaMalloc labels");
-    if (m.a.cycles && !m.cycles) m.cycles = device_alloc<int32_t>(npx, "cudaMalloc cycles");
+    if (!m.label) m.label = device_alloc<uint32_t>(npx, m.s, "cudaMallocAsync labels");
+    if (m.a.cycles && !m.cycles) m.cycles = device_alloc<int32_t>(npx, m.s, "cudaMallocAsync cycles");
     if (n > 0) {
         constexpr size_t kChunk = size_t{1} << 20;  // 16 MiB of records per upload
         const size_t chunk = std::min(n, kChunk);
         std::vector<DeviceRootRecord> host(chunk);
-        DeviceRootRecord* d_recs = device_alloc<DeviceRootRecord>(chunk, "cudaMalloc apply records");
+        DeviceRootRecord* d_recs = device_alloc<DeviceRootRecord>(chunk, m.s, "cudaMallocAsync apply records");
         try {
             for (size_t b = 0; b < n; b += chunk) {
                 const size_t e = std::min(n, b + chunk);
@@ -271,11 +323,10 @@ void Region::apply(const ComponentAssignment& as) {
                 check(cudaStreamSynchronize(m.s), "apply (mark roots)");  // before host[] is refilled
             }
         } catch (...) {
-            (void)cudaStreamSynchronize(m.s);
-            (void)cudaFree(d_recs);
+            (void)cudaFreeAsync(d_recs, m.s);
             throw;
         }
-        check(cudaFree(d_recs), "cudaFree apply records");
+        check(cudaFreeAsync(d_recs, m.s), "cudaFreeAsync apply records");
     }
     apply_offsets(m.d, m.own, m.nodes, m.label, m.cycles, m.s);
     check(cudaStreamSynchronize(m.s), "apply (sync)");
@@ -307,7 +358,7 @@ void Region::finish() {
     check(cudaStreamSynchronize(m.s), "finish (sync)");
     for (void** p : {reinterpret_cast<void**>(&m.label), reinterpret_cast<void**>(&m.cycles)})
         if (*p) {
-            check(cudaFree(*p), "cudaFree");
+            check(cudaFreeAsync(*p, m.s), "cudaFreeAsync");
             *p = nullptr;
         }
     m.applied = false;

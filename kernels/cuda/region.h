@@ -38,6 +38,17 @@ public:
     // speed; they must outlive the Region (they must anyway: finish() writes into them).
     // Where registering fails (or TESSERA_CUDA_PIN=0 is set) they are copied as pageable memory.
     Region(const RegionArrays& a, const Window& own, const TileGrid& grid);
+
+    // The phase (and flags) already on the device, e.g. a frame's demodulated phase: device
+    // arrays laid out like a's over a.buf, copied on the device in the order of `stream`
+    // (cudaStream_t; the Region then works on it and does not own it; null: its own stream).
+    // a.phase, a.flags, a.label (and a.cycles) still receive finish()'s results.
+    struct DeviceInput {
+        const float* phase = nullptr;
+        const uint8_t* flags = nullptr;  // null: every pixel reliable (flags 0)
+        void* stream = nullptr;
+    };
+    Region(const RegionArrays& a, const Window& own, const TileGrid& grid, const DeviceInput& in);
     ~Region();
     Region(Region&&) noexcept;
     Region& operator=(Region&&) noexcept;
@@ -54,6 +65,16 @@ public:
     NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`
     std::vector<PixelState> strip(const Window& w) const;  // after union_find, w inside own, row-major
     void apply(const ComponentAssignment& assign);   // u, labels, cycles on the device
+    // Between apply() and finish(): u over own (row stride u_stride = a.buf.cols; NaN at unreliable
+    // pixels) and labels (row stride own.cols) in device memory, and the Region's stream
+    // (cudaStream_t), for a later device stage (a frame's background fit) before the download.
+    struct DeviceResult {
+        float* u = nullptr;
+        uint32_t* label = nullptr;
+        int64_t u_stride = 0, label_stride = 0;
+        void* stream = nullptr;
+    };
+    DeviceResult device_result() const;
     // Copies the own window's flags (cut bits, as cpu::Region leaves them in a.flags) and, after
     // apply(), u, labels and cycles into the host arrays. May also be called after any earlier
     // stage (then it copies the flags alone); the region stays usable.

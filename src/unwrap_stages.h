@@ -1,0 +1,63 @@
+// The unwrapper's stages on a backend's Region, in order (ARCHITECTURE.md sections 2-5):
+// residues, matching, rasterisation, union-find, offset solve, apply. The caller makes the
+// Region (its data already uploaded) and calls finish() after any later device stage, so a
+// frame pipeline can chain stages on the device (src/frame_lanes.cpp).
+#pragma once
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "kernels/phase_a.h"
+#include "kernels/region.h"
+#include "partition/comm.h"
+#include "partition/global_solve.h"
+#include "partition/matching.h"
+#include "partition/rank_grid.h"
+#include "src/unwrap_region.h"
+
+namespace tessera {
+
+// Region: cpu::Region or cuda::Region. `stage(name)` is called after each stage.
+template <class Region>
+RegionStats run_unwrap_stages(Region& region, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
+                              std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
+    RegionStats st;
+    st.tiles = grid.tiles.count();
+    std::vector<Residue> res = region.find_residues();
+    stage("residues");
+
+    MatchStats ms;
+    std::vector<Cut> cuts;
+    {
+        const std::unique_ptr<PhaseARounds> rounds = region.phase_a();  // the backend's phase A
+        cuts = match_residues(res, grid, p.max_pair_distance, comm, ms, *rounds);
+    }
+    st.residues = ms.residues;
+    st.rounds = ms.rounds;
+    st.leftovers = ms.leftovers;
+    st.pairs = ms.phase_a_pairs + ms.phase_b_pairs;
+    st.ground_cuts = ms.phase_a_ground + ms.phase_b_ground;
+    stage("matching");
+
+    region.place_cuts(cuts);
+    stage("rasterise");
+
+    const RegionComponents comps = region.union_find();
+    stage("union_find");
+
+    const GlobalSolution g = solve_global(comps, grid, comm, p.min_component_size, p.reference,
+                                          [&](const Window& w) { return region.strip(w); });
+    st.conflicts = comm.sum(comps.conflicts) + g.conflicts;
+    st.components = g.components;
+    st.labelled = g.labelled;
+    st.largest = g.largest;
+    stage("offset_solve");
+
+    region.apply(ComponentAssignment{comps.records, g.offset, g.label});
+    stage("apply");
+    st.bytes_sent = comm.bytes_sent();
+    if (residues_out) *residues_out = std::move(res);
+    return st;
+}
+
+}  // namespace tessera

@@ -1,0 +1,123 @@
+// Frame lanes (src/frame_lanes.h) on the CPU backend: a batch over several lanes gives every
+// frame the bits of that frame run alone; the chain hologram -> unwrapped -> background-free
+// recovers a phase object that needs unwrapping; the first failing frame's error comes back.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/background.h"
+#include "partition/comm.h"
+#include "src/frame_lanes.h"
+#include "support/hologram_scene.h"
+
+namespace tessera {
+namespace {
+
+struct Kept {
+    std::vector<float> u;
+    std::vector<uint32_t> label;
+    FrameView view;
+};
+
+std::vector<testing::SynthHologram> frames(int n, int64_t H, int64_t W) {
+    std::vector<testing::SynthHologram> out;
+    for (int k = 0; k < n; ++k) {
+        testing::HologramSpec s;
+        s.H = H, s.W = W;
+        s.bump = 10.0 + k;  // several cycles: it has to be unwrapped
+        s.bump_sigma = static_cast<double>(std::min(H, W)) / 4;  // inside the sideband
+        s.seed = 100 + static_cast<uint64_t>(k);
+        out.push_back(testing::make_hologram(s));
+    }
+    return out;
+}
+
+std::map<int64_t, Kept> run(const std::vector<testing::SynthHologram>& fs, const std::vector<int64_t>& which,
+                            const FrameOptions& opt) {
+    std::map<int64_t, Kept> out;
+    std::mutex mu;
+    const int64_t H = fs[0].H, W = fs[0].W;
+    run_frames(
+        static_cast<int64_t>(which.size()), H, W, opt,
+        [&](int64_t i, float*) { return fs[static_cast<size_t>(which[static_cast<size_t>(i)])].intensity.data(); },
+        [&](const FrameView& v) {
+            std::lock_guard<std::mutex> lock(mu);
+            Kept& k = out[which[static_cast<size_t>(v.index)]];
+            k.u.assign(v.u, v.u + H * W);
+            k.label.assign(v.label, v.label + H * W);
+            k.view = v;
+        });
+    return out;
+}
+
+TEST(FrameLanes, BatchEqualsOneByOneAndRecoversTheObject) {
+    const int64_t H = 96, W = 128;
+    const auto fs = frames(5, H, W);
+    FrameOptions opt;
+    opt.tile_size = 40;
+    opt.background_degree = 2;
+    opt.lanes = 3;
+    const auto batch = run(fs, {0, 1, 2, 3, 4}, opt);
+    ASSERT_EQ(batch.size(), 5u);
+    opt.lanes = 1;
+    for (int64_t k = 0; k < 5; ++k) {
+        const auto alone = run(fs, {k}, opt);
+        const Kept& a = alone.at(k);
+        const Kept& b = batch.at(k);
+        EXPECT_EQ(std::memcmp(a.u.data(), b.u.data(), a.u.size() * sizeof(float)), 0) << "frame " << k;
+        EXPECT_EQ(a.label, b.label) << "frame " << k;
+        EXPECT_EQ(b.view.stats.conflicts, 0);
+        const auto [lo, hi] = std::minmax_element(b.u.begin(), b.u.end());
+        EXPECT_GT(*hi - *lo, 2 * testing::kPi) << "frame " << k << " did not need unwrapping";
+        EXPECT_EQ(b.view.fit.degree, 2);
+        // Against the truth with the same kind of surface removed: only noise remains.
+        std::vector<float> truth(fs[static_cast<size_t>(k)].phase.begin(), fs[static_cast<size_t>(k)].phase.end());
+        Comm comm = Comm::alone();
+        const Window own{0, 0, H, W};
+        const SurfaceFit tf = fit_surface(truth.data(), nullptr, nullptr, own, W, H, W, 2, comm);
+        subtract_surface(truth.data(), nullptr, nullptr, own, W, H, W, tf);
+        double ss = 0;
+        int64_t used = 0;
+        for (int64_t r = 8; r < H - 8; ++r)
+            for (int64_t c = 8; c < W - 8; ++c) {
+                const double d = b.u[static_cast<size_t>(r * W + c)] - truth[static_cast<size_t>(r * W + c)];
+                ss += d * d, ++used;
+            }
+        EXPECT_LT(std::sqrt(ss / static_cast<double>(used)), 0.15) << "frame " << k;
+    }
+}
+
+TEST(FrameLanes, TheLowestFailingFrameIsReported) {
+    const auto fs = frames(1, 64, 64);
+    FrameOptions opt;
+    opt.lanes = 2;
+    int64_t seen = 0;
+    std::mutex mu;
+    try {
+        run_frames(
+            6, 64, 64, opt,
+            [&](int64_t i, float*) -> const float* {
+                if (i == 3 || i == 4) throw std::runtime_error("frame " + std::to_string(i) + " is unreadable");
+                return fs[0].intensity.data();
+            },
+            [&](const FrameView&) {
+                std::lock_guard<std::mutex> lock(mu);
+                ++seen;
+            });
+        FAIL() << "no error";
+    } catch (const std::runtime_error& e) {
+        EXPECT_STREQ(e.what(), "frame 3 is unreadable");
+    }
+    EXPECT_EQ(seen, 3);  // 0, 1, 2; lane 1 stopped at 3, lane 0 at 4
+    EXPECT_THROW(run_frames(1, 1, 64, opt, nullptr, nullptr), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tessera
