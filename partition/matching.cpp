@@ -87,6 +87,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
     std::vector<int> halo_from;  // residues received from each rank: the state messages' sizes
     const std::vector<Residue> halo = comm.alltoallv(send, &halo_from);
     send = {};
+    trace("exchange");
 
     // Local set: owned then halo, sorted by id; local index of every owned and received record
     // (owned alone are already sorted: no permutation).
@@ -168,6 +169,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
     // The cuts from the mates, in ascending (id_a, id_b) order since ids ascend with i.
     std::vector<int32_t> mate(res.size());
     rounds.mates(mate.data());
+    trace("mates");
     std::vector<Cut> cuts;
     std::vector<Residue> mine;  // owned leftovers
     for (int32_t i = 0; i < n; ++i) {

@@ -15,12 +15,16 @@
 #include <filesystem>
 #include <memory>
 #include <numeric>
+#include <stdexcept>
 #include <vector>
 
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "partition/comm.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "kernels/cuda/background.h"
+#endif
 
 namespace tessera {
 
@@ -128,6 +132,35 @@ GeoRef input_georef(const std::string& in, const RasterInfo& info) {
     return geo;
 }
 
+Backend parse_backend(const std::string& name) {
+    if (name == "cpu") return Backend::kCpu;
+    if (name == "cuda") return Backend::kCuda;
+    if (name == "auto") return cuda_backend_available() ? Backend::kCuda : Backend::kCpu;
+    throw InputError::everywhere("--backend " + name + ": expected auto, cpu or cuda");
+}
+
+const char* backend_name(Backend b) { return b == Backend::kCuda ? "cuda" : "cpu"; }
+
+void select_backend_device(Backend b, MPI_Comm comm) {
+    if (b != Backend::kCuda) return;
+    // One GPU per rank where there are enough, by the rank's index among its node's ranks.
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm node;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    int local_rank = 0, local_size = 1;
+    MPI_Comm_rank(node, &local_rank);
+    MPI_Comm_size(node, &local_size);
+    MPI_Comm_free(&node);
+    agree_on_errors(comm, [&] {
+        try {
+            select_cuda_device(local_rank, local_size, -1, /*share=*/true);
+        } catch (const std::runtime_error& e) {
+            throw InputError("GPU", e.what());
+        }
+    });
+}
+
 void agree_on_errors(MPI_Comm comm, const std::function<void()>& step) {
     std::string msg;
     try {
@@ -184,6 +217,22 @@ void run_guarded(const std::function<void()>& body) {
 
 // --- the command ------------------------------------------------------------------
 
+namespace {
+
+// The CPU backend's band: the arrays stay where they were read. cuda::SurfaceBand is the
+// CUDA backend's (same two calls).
+struct CpuSurfaceBand {
+    float* z;
+    const uint8_t* valid;
+    const uint8_t* mask;
+    Window own;
+    int64_t stride, H, W;
+    SurfaceFit fit(int degree, Comm& comm) const { return fit_surface(z, valid, mask, own, stride, H, W, degree, comm); }
+    ResidualSums subtract(const SurfaceFit& f) const { return subtract_surface(z, valid, mask, own, stride, H, W, f); }
+};
+
+}  // namespace
+
 BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm) {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
@@ -217,6 +266,8 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
         check_output_directory(opt.output);
         geo = input_georef(opt.input, info);
     });
+    select_backend_device(opt.backend, mpi_comm);
+    rep.backend = backend_name(opt.backend);
     const RasterInfo& info = in->info();
     const int64_t H = info.rows, W = info.cols;
     rep.rows = H;
@@ -247,15 +298,30 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     for (uint8_t v : valid) nvalid += v != 0;
     rep.valid = comm.sum(nvalid);
     const uint8_t* mk = opt.mask.empty() ? nullptr : mask.data();
-    agree_on_errors(mpi_comm, [&] {
-        try {
-            rep.fit = fit_surface(z.data(), valid.data(), mk, own, W, H, W, opt.degree, comm);
-        } catch (const SurfaceFitError& e) {
-            throw InputError(opt.input, e.what());  // the same on every rank
-        }
-    });
-    rep.fit_seconds = lap();
-    const ResidualSums rs = subtract_surface(z.data(), valid.data(), mk, own, W, H, W, rep.fit);
+    ResidualSums rs;
+    auto stages = [&](auto& band) {
+        agree_on_errors(mpi_comm, [&] {
+            try {
+                rep.fit = band.fit(opt.degree, comm);
+            } catch (const SurfaceFitError& e) {
+                throw InputError(opt.input, e.what());  // the same on every rank
+            }
+        });
+        rep.fit_seconds = lap();
+        rs = band.subtract(rep.fit);
+    };
+    // The backend, chosen once (ARCHITECTURE.md section 5); either gives the same bits.
+    if (opt.backend == Backend::kCuda) {
+#ifdef TESSERA_HAVE_CUDA
+        cuda::SurfaceBand band(z.data(), valid.data(), mk, own, W, H, W);  // the fit's time includes the upload
+        stages(band);
+#else
+        throw std::logic_error("background: CUDA backend selected in a build without it");
+#endif
+    } else {
+        CpuSurfaceBand band{z.data(), valid.data(), mk, own, W, H, W};
+        stages(band);
+    }
     double sq = 0;
     MPI_Allreduce(&rs.sum_sq, &sq, 1, MPI_DOUBLE, MPI_SUM, mpi_comm);
     rep.subtract_seconds = lap();
@@ -280,6 +346,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
             {"valid_pixels", rep.valid},
             {"residual_rms", rep.residual_rms},
             {"ranks", int64_t{size}},
+            {"backend", rep.backend},
             {"geotransform", std::vector<double>(geo.geotransform.begin(), geo.geotransform.end())},
             {"has_geotransform", int64_t{geo.has_geotransform}},
             {"projection", geo.projection_wkt},
@@ -332,14 +399,20 @@ void add_background_command(CLI::App& app) {
         sub->add_option("--band", opt->band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
     auto* ds = sub->add_option("--dataset", opt->dataset, "dataset of an HDF5 IN (default unwrapped_phase)");
     band->excludes(ds);
+    auto backend = std::make_shared<std::string>("auto");
+    sub->add_option("--backend", *backend, "auto (CUDA when a GPU is visible) | cpu | cuda")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     sub->add_flag("-q,--quiet", opt->quiet, "no summary");
-    sub->callback([opt] {
+    sub->callback([opt, backend] {
         run_guarded([&] {
+            opt->backend = parse_backend(*backend);
             const BackgroundReport rep = run_background(*opt, MPI_COMM_WORLD);
             int rank = 0;
             MPI_Comm_rank(MPI_COMM_WORLD, &rank);
             if (opt->quiet || rank != 0) return;
-            std::printf("tessera background: %s -> %s\n", opt->input.c_str(), opt->output.c_str());
+            std::printf("tessera background: %s -> %s (%s backend)\n", opt->input.c_str(), opt->output.c_str(),
+                        rep.backend.c_str());
             std::printf("  size %lld x %lld (rows x cols); degree %d (%d terms) fitted to %lld of %lld valid pixels%s\n",
                         static_cast<long long>(rep.rows), static_cast<long long>(rep.cols), rep.fit.degree,
                         surface_terms(rep.fit.degree), static_cast<long long>(rep.fit.count),

@@ -17,6 +17,7 @@
 #include "io/geotiff_writer.h"
 #include "io/raster_reader.h"
 #include "kernels/background.h"
+#include "src/unwrap_region.h"
 
 namespace CLI {
 class App;
@@ -30,6 +31,7 @@ struct BackgroundOptions {
     std::string dataset;  // HDF5 dataset of IN (default unwrapped_phase for IN *.h5)
     int band = 1;
     int degree = 2;
+    Backend backend = Backend::kCpu;  // the CLI resolves --backend auto (parse_backend)
     bool quiet = false;
 };
 
@@ -40,6 +42,7 @@ struct BackgroundReport {
     double seconds = 0;       // total; and per stage (slowest rank):
     double read_seconds = 0, fit_seconds = 0, subtract_seconds = 0, write_seconds = 0;
     std::string output_dataset;  // for HDF5 OUT
+    std::string backend;         // "cpu" or "cuda"
 };
 
 // Collective over comm. Throws InputError (agreed, one line) for bad input or an
@@ -68,6 +71,16 @@ void run_guarded(const std::function<void()>& body);
 // Runs step on every rank; if it threw InputError anywhere, the lowest failing rank's
 // line is thrown as InputError::everywhere on every rank (collective).
 void agree_on_errors(MPI_Comm comm, const std::function<void()>& step);
+
+// --backend NAME: "cpu", "cuda" or "auto" (CUDA when tessera was built with it and a GPU is
+// visible). Chosen once per command (ARCHITECTURE.md section 5).
+Backend parse_backend(const std::string& name);
+const char* backend_name(Backend b);
+
+// For Backend::kCuda makes a GPU current on every rank (the node-local rank's; ranks beyond
+// a node's GPUs share them round robin). Collective; InputError (agreed, one line) when
+// tessera was built without CUDA or no GPU is visible. Nothing for Backend::kCpu.
+void select_backend_device(Backend b, MPI_Comm comm);
 
 // True when path ends with one of the suffixes (case-insensitive).
 bool has_suffix(const std::string& path, std::initializer_list<const char*> suffixes);

@@ -158,7 +158,10 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
                 if (!base.coherence.empty()) RasterReader(base.coherence, 1);
                 if (!base.mask.empty()) RasterReader(base.mask, 1);
             }
-            if (from_hologram) demod = std::make_unique<HologramDemodulator>(hologram, hologram_reference, base.band);
+            // The unwrap's backend demodulates too (kCuda: on the current or --device GPU).
+            if (from_hologram)
+                demod = std::make_unique<HologramDemodulator>(hologram, hologram_reference, base.band, base.backend,
+                                                              base.device);
         } catch (const InputError& e) {
             bad = 0;
             msg = e.what();

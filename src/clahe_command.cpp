@@ -27,6 +27,9 @@
 #include "partition/comm.h"
 #include "src/background_command.h"
 #include "src/quicklook.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "kernels/cuda/clahe.h"
+#endif
 
 namespace tessera {
 
@@ -34,6 +37,29 @@ namespace {
 
 
 constexpr int kTag = 7331;
+
+// The backend's collective CLAHE of a float band in host memory, to 8 or 16 bits.
+struct ClaheKernels {
+    using To8 = ClaheRange (*)(const float*, const uint8_t*, const Window&, int64_t, int64_t, int64_t,
+                               const ClaheParams&, Comm&, uint8_t*, int64_t);
+    using To16 = ClaheRange (*)(const float*, const uint8_t*, const Window&, int64_t, int64_t, int64_t,
+                                const ClaheParams&, Comm&, uint16_t*, int64_t);
+    To8 to8;
+    To16 to16;
+};
+
+// Chosen once (ARCHITECTURE.md section 5); either backend gives the same bits.
+ClaheKernels clahe_kernels(Backend b) {
+    if (b == Backend::kCuda) {
+#ifdef TESSERA_HAVE_CUDA
+        return {static_cast<ClaheKernels::To8>(&cuda::clahe_from_host),
+                static_cast<ClaheKernels::To16>(&cuda::clahe_from_host)};
+#else
+        throw std::logic_error("clahe: CUDA backend selected in a build without it");
+#endif
+    }
+    return {static_cast<ClaheKernels::To8>(&clahe), static_cast<ClaheKernels::To16>(&clahe)};
+}
 
 // Rank 0 gets every rank's row band in rank order, in messages of at most 64 MiB, and
 // passes them to sink(row0, rows, data); the other ranks send theirs. An exception in
@@ -181,6 +207,9 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
             throw InputError(opt.output, "image too large for a PNG; write a .tif");
         geo = input_georef(opt.input, in->info());
     });
+    select_backend_device(opt.backend, mpi_comm);
+    rep.backend = backend_name(opt.backend);
+    const ClaheKernels kernels = clahe_kernels(opt.backend);
     const RasterInfo& info = in->info();
     const int64_t H = info.rows, W = info.cols;
     rep.rows = H;
@@ -209,8 +238,9 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
         out16.resize(static_cast<size_t>(own.size()));
     agree_on_errors(mpi_comm, [&] {
         try {
-            rep.range = p.out_bits == 8 ? clahe(img.data(), valid.data(), own, W, H, W, p, comm, out8.data(), W)
-                                        : clahe(img.data(), valid.data(), own, W, H, W, p, comm, out16.data(), W);
+            rep.range = p.out_bits == 8
+                            ? kernels.to8(img.data(), valid.data(), own, W, H, W, p, comm, out8.data(), W)
+                            : kernels.to16(img.data(), valid.data(), own, W, H, W, p, comm, out16.data(), W);
         } catch (const std::exception& e) {  // the same on every rank (parameters, no valid pixels)
             throw InputError(opt.input, e.what());
         }
@@ -298,9 +328,14 @@ void add_clahe_command(CLI::App& app) {
         sub->add_option("--band", opt->band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
     auto* ds = sub->add_option("--dataset", opt->dataset, "dataset of an HDF5 IN (default unwrapped_phase)");
     band->excludes(ds);
+    auto backend = std::make_shared<std::string>("auto");
+    sub->add_option("--backend", *backend, "auto (CUDA when a GPU is visible) | cpu | cuda")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     sub->add_flag("-q,--quiet", opt->quiet, "no summary");
-    sub->callback([opt, tiles, range] {
+    sub->callback([opt, tiles, range, backend] {
         run_guarded([&] {
+            opt->backend = parse_backend(*backend);
             const auto x = tiles->find('x');
             try {
                 if (x == std::string::npos) throw std::invalid_argument("x");
@@ -321,7 +356,8 @@ void add_clahe_command(CLI::App& app) {
             int rank = 0;
             MPI_Comm_rank(MPI_COMM_WORLD, &rank);
             if (opt->quiet || rank != 0) return;
-            std::printf("tessera clahe: %s -> %s\n", opt->input.c_str(), opt->output.c_str());
+            std::printf("tessera clahe: %s -> %s (%s backend)\n", opt->input.c_str(), opt->output.c_str(),
+                        rep.backend.c_str());
             std::printf("  size %lld x %lld (rows x cols), %lld valid pixels, range [%.9g, %.9g]\n",
                         static_cast<long long>(rep.rows), static_cast<long long>(rep.cols),
                         static_cast<long long>(rep.valid), rep.range.lo, rep.range.hi);

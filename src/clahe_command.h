@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kernels/clahe.h"
+#include "src/unwrap_region.h"
 
 namespace CLI {
 class App;
@@ -24,6 +25,7 @@ struct ClaheOptions {
     std::string dataset;        // HDF5 dataset of IN (default unwrapped_phase for IN *.h5)
     int band = 1;
     ClaheParams params;         // nbins <= 0: 256 for 8-bit, 4096 for 16-bit
+    Backend backend = Backend::kCpu;  // the CLI resolves --backend auto (parse_backend)
     bool quiet = false;
 };
 
@@ -33,6 +35,7 @@ struct ClaheReport {
     ClaheParams params;  // as used
     double seconds = 0;  // total; and per stage (slowest rank):
     double read_seconds = 0, clahe_seconds = 0, write_seconds = 0;
+    std::string backend;  // "cpu" or "cuda"
 };
 
 // Collective over comm. Throws InputError (agreed, one line) for bad input or

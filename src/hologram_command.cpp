@@ -47,31 +47,29 @@ SidebandWindow parse_window(const std::string& name) {
     throw InputError::everywhere("--window " + name + ": expected circular or hann");
 }
 
-HologramDemodulator::HologramDemodulator(const HologramParams& params, const std::string& reference, int band)
-    : params_(params), reference_(reference), band_(band) {
+HologramDemodulator::HologramDemodulator(const HologramParams& params, const std::string& reference, int band,
+                                         Backend backend, int device)
+    : params_(params), reference_(reference), band_(band), backend_(backend), device_(device) {
+    check_hologram_backend(backend_);
     if (reference_.empty()) return;
     ref_info_ = read_hologram(reference_, band_, intensity_);
-    HologramPlan& plan = plan_for(ref_info_.rows, ref_info_.cols);
+    HologramEngine& engine = engine_for(ref_info_.rows, ref_info_.cols);
     try {
-        // One carrier for the reference and every frame: the division then also removes
-        // the residual (sub-bin) carrier tilt.
-        if (!params_.carrier) {
-            const CarrierPeak c = detect_carrier(plan, intensity_.data(), params_);
-            params_.carrier = std::pair<int64_t, int64_t>{c.row, c.col};
-        }
-        demodulate(plan, params_, intensity_.data(), plan.field());
+        // One carrier for the reference and every frame (detected on the reference unless
+        // given): the division then also removes the residual (sub-bin) carrier tilt.
+        const CarrierPeak c = engine.keep_as_reference(params_, intensity_.data());
+        params_.carrier = std::pair<int64_t, int64_t>{c.row, c.col};
     } catch (const std::invalid_argument& e) {
         throw InputError(reference_, e.what());
     }
-    ref_field_.assign(plan.field(), plan.field() + ref_info_.rows * ref_info_.cols);
 }
 
-HologramPlan& HologramDemodulator::plan_for(int64_t rows, int64_t cols) {
+HologramEngine& HologramDemodulator::engine_for(int64_t rows, int64_t cols) {
     const auto key = std::make_pair(rows, cols);
-    auto it = plans_.find(key);
-    if (it != plans_.end()) return *it->second;
-    if (plans_.size() >= kMaxPlans) plans_.clear();
-    return *plans_.emplace(key, std::make_unique<HologramPlan>(rows, cols)).first->second;
+    auto it = engines_.find(key);
+    if (it != engines_.end()) return *it->second;
+    if (engines_.size() >= kMaxPlans) engines_.clear();
+    return *engines_.emplace(key, make_hologram_engine(backend_, rows, cols, device_)).first->second;
 }
 
 void HologramDemodulator::check(const std::string& path, const RasterInfo& info) const {
@@ -93,22 +91,19 @@ void HologramDemodulator::run(const std::string& path, Frame& out, bool want_amp
     out.info = read_hologram(path, band_, intensity_);
     const int64_t H = out.info.rows, W = out.info.cols, n = H * W;
     check(path, out.info);
-    HologramPlan& plan = plan_for(H, W);
+    HologramEngine& engine = engine_for(H, W);
+    out.phase.resize(static_cast<size_t>(n));
+    if (want_amplitude)
+        out.amplitude.resize(static_cast<size_t>(n));
+    else
+        out.amplitude.clear();
     try {
-        out.carrier = demodulate(plan, params_, intensity_.data(), plan.field());
+        out.carrier = engine.run(params_, intensity_.data(), out.phase.data(),
+                                 want_amplitude ? out.amplitude.data() : nullptr);
     } catch (const std::invalid_argument& e) {
         throw InputError(path, e.what());
     }
     out.filter_radius = filter_radius(params_, H, W, out.carrier);
-    if (!ref_field_.empty()) divide_by_reference(plan.field(), ref_field_.data(), n);
-    out.phase.resize(static_cast<size_t>(n));
-    wrapped_phase(plan.field(), out.phase.data(), n);
-    if (want_amplitude) {
-        out.amplitude.resize(static_cast<size_t>(n));
-        field_amplitude(plan.field(), out.amplitude.data(), n);
-    } else {
-        out.amplitude.clear();
-    }
 }
 
 std::vector<std::pair<std::string, std::string>> hologram_outputs(const std::vector<std::string>& inputs,
@@ -140,7 +135,17 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
     std::error_code ec;
     const bool dir_mode = N > 1 || std::filesystem::is_directory(opt.output, ec);
 
-    // Checks before any work: the reference (every rank reads it), each rank's own frames.
+    // The GPU of the rank's node-local index (collective, so outside the checks below).
+    int local_rank = 0, local_size = 1;
+    if (opt.backend == Backend::kCuda) {
+        MPI_Comm node;
+        MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+        MPI_Comm_rank(node, &local_rank);
+        MPI_Comm_size(node, &local_size);
+        MPI_Comm_free(&node);
+    }
+
+    // Checks before any work: the backend, the reference (every rank reads it), each rank's own frames.
     std::unique_ptr<HologramDemodulator> demod;
     {
         int64_t bad = -1;
@@ -148,7 +153,16 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
         try {
             if (!dir_mode && rank == 0) check_output_directory(opt.output);
             if (opt.band < 1) throw InputError::everywhere("--band must be at least 1");
-            demod = std::make_unique<HologramDemodulator>(opt.params, opt.reference, opt.band);
+            check_hologram_backend(opt.backend);
+            int device = -1;
+            if (opt.backend == Backend::kCuda) {
+                try {
+                    device = select_cuda_device(local_rank, local_size, -1, /*share=*/true);
+                } catch (const std::runtime_error& e) {
+                    throw InputError::everywhere(std::string("--backend cuda: ") + e.what());
+                }
+            }
+            demod = std::make_unique<HologramDemodulator>(opt.params, opt.reference, opt.band, opt.backend, device);
         } catch (const InputError& e) {
             bad = 0;
             msg = e.what();
@@ -241,6 +255,7 @@ struct HologramCli {
     std::vector<std::string> files;  // IN... OUT (one positional: CLI11 gives a leading vector everything)
     std::vector<int64_t> carrier;
     std::string window = "circular";
+    std::string backend = "auto";
 };
 
 HologramCli& cli_state() {
@@ -274,6 +289,9 @@ CLI::App* add_hologram_command(CLI::App& app) {
     h->add_option("--band", s.opt.band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
     h->add_flag("--save-field", s.opt.save_field, "also write the field amplitude (<stem>_amplitude.tif)");
     h->add_flag("--compress", s.opt.compress, "DEFLATE the output GeoTIFFs");
+    h->add_option("--backend", s.backend, "auto (CUDA when a GPU is visible) | cpu | cuda")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     h->add_flag("-q,--quiet", s.opt.quiet, "no report");
     return h;
 }
@@ -285,13 +303,17 @@ void run_hologram_command() {
     s.opt.output = s.files.back();
     if (!s.carrier.empty()) s.opt.params.carrier = std::pair<int64_t, int64_t>{s.carrier[0], s.carrier[1]};
     s.opt.params.window = parse_window(s.window);
+    // Chosen once for the run; auto needs this build's CUDA backend and a visible GPU.
+    s.opt.backend = s.backend == "cuda" || (s.backend == "auto" && cuda_backend_available()) ? Backend::kCuda
+                                                                                              : Backend::kCpu;
     const HologramRunReport rep = run_hologram(s.opt, MPI_COMM_WORLD);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (s.opt.quiet || rank != 0) return;
     const auto n = static_cast<double>(rep.frames.size());
-    std::printf("tessera hologram: %zu frame(s) on %d rank(s), %s window, %.3f s, %.2f frames/s\n",
-                rep.frames.size(), rep.ranks, s.window.c_str(), rep.total_seconds, n / rep.total_seconds);
+    std::printf("tessera hologram: %zu frame(s) on %d rank(s), %s backend, %s window, %.3f s, %.2f frames/s\n",
+                rep.frames.size(), rep.ranks, s.opt.backend == Backend::kCuda ? "cuda" : "cpu", s.window.c_str(),
+                rep.total_seconds, n / rep.total_seconds);
     for (const HologramFrameReport& f : rep.frames)
         std::printf("  %s -> %s: %lldx%lld, carrier (row %lld, col %lld) |F| %.4g, filter radius %.1f, %.3f s\n",
                     f.input.c_str(), f.output.c_str(), static_cast<long long>(f.cols), static_cast<long long>(f.rows),

@@ -1,7 +1,8 @@
 // `tessera hologram IN... OUT`: off-axis holograms (real intensity images, any GDAL
 // raster) to wrapped phase GeoTIFFs (issue items 1 and 4); kernels/hologram.h has the
 // method. Frames are spread over the ranks of the communicator round-robin (rank r takes
-// frames r, r+P, ...); each rank keeps one FFTW plan and its arrays per frame size.
+// frames r, r+P, ...); each rank keeps one plan and its arrays per frame size, on its
+// backend: FFTW on the CPU, or cuFFT on the rank's GPU (src/hologram_backend.h).
 #pragma once
 #include <mpi.h>
 
@@ -14,6 +15,8 @@
 
 #include "io/raster_reader.h"
 #include "kernels/hologram.h"
+#include "src/hologram_backend.h"
+#include "src/unwrap_region.h"
 
 namespace CLI {
 class App;
@@ -26,12 +29,16 @@ namespace tessera {
 // With a reference and no explicit carrier, the carrier is detected on the reference
 // (which has the cleanest peak) and used for every frame, so that the division removes
 // the residual carrier tilt too; without a reference each frame's carrier is detected
-// on that frame. A frame's result depends on that frame, the parameters and the
-// reference only: a batch gives the bits of one-by-one runs.
+// on that frame. A frame's result depends on that frame, the parameters, the reference
+// and the backend only: a batch gives the bits of one-by-one runs on the same backend (the
+// CUDA backend's phase differs from the CPU's in the last bits: kernels/cuda/hologram.h).
 class HologramDemodulator {
 public:
-    // Throws InputError for a reference that cannot be read (see read_hologram).
-    HologramDemodulator(const HologramParams& params, const std::string& reference, int band);
+    // `backend` (chosen once, here) runs every frame: kCuda on CUDA device `device` (-1: the
+    // current one). Throws InputError for a reference that cannot be read (see
+    // read_hologram), InputError::everywhere for a backend this process cannot run.
+    HologramDemodulator(const HologramParams& params, const std::string& reference, int band,
+                        Backend backend = Backend::kCpu, int device = -1);
 
     struct Frame {
         RasterInfo info;
@@ -48,15 +55,17 @@ public:
     void check(const std::string& path, const RasterInfo& info) const;
 
 private:
-    HologramPlan& plan_for(int64_t rows, int64_t cols);
+    HologramEngine& engine_for(int64_t rows, int64_t cols);
 
     HologramParams params_;
     std::string reference_;
     int band_;
-    std::map<std::pair<int64_t, int64_t>, std::unique_ptr<HologramPlan>> plans_;
-    std::vector<std::complex<float>> ref_field_;
+    Backend backend_;
+    int device_;
+    // One engine per frame size; with a reference every frame has its size, so the one
+    // engine holding the reference field is never dropped.
+    std::map<std::pair<int64_t, int64_t>, std::unique_ptr<HologramEngine>> engines_;
     std::vector<float> intensity_;
-    std::vector<std::complex<float>> field_;
     RasterInfo ref_info_;
 };
 
@@ -75,6 +84,9 @@ struct HologramRunOptions {
     bool save_field = false;  // also write |field| as <stem>_amplitude.tif
     bool compress = false;    // DEFLATE the GeoTIFFs (a noisy phase deflates ~1.3x, slowly)
     bool quiet = false;
+    // kCuda: every rank demodulates on the GPU of its node-local rank (round-robin over the
+    // node's GPUs: several ranks may share one, demodulation needs little GPU memory).
+    Backend backend = Backend::kCpu;
 };
 
 struct HologramFrameReport {

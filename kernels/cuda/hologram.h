@@ -111,7 +111,8 @@ public:
 
     // The reference field divided out by enqueue(..., true): kept in device memory.
     // keep_field_as_reference(): the field of the last enqueue() (enqueued device copy);
-    // set_reference(): a host field of rows*cols (e.g. from the CPU backend or a file).
+    // set_reference(): a host field of rows*cols (e.g. from the CPU backend or a file), copied
+    // before it returns (it synchronises the stream); clear_reference() also synchronises.
     void keep_field_as_reference();
     void set_reference(const std::complex<float>* host_field);
     void clear_reference();

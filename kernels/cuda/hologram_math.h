@@ -1,24 +1,22 @@
-// Scalar pieces of the hologram demodulation shared by the host and the device: the float
-// atan2 of the CPU backend (tessera::phase_of), the reference division, the sideband
-// filter's radius (tessera::filter_radius). Each is written with the CPU's operations in the
-// CPU's order; on the device every float/double operation is an explicitly rounded intrinsic
-// (__fmul_rn, ...), never contracted into an FMA whatever the nvcc flags, so that for the
-// same inputs host and device give the same bits (tests/gpu/test_cuda_hologram.cpp).
+// Per-element pieces of the hologram demodulation shared by the host and the device: the
+// float atan2 of the CPU backend (tessera::phase_of), the reference division, the sideband
+// filter's radius (tessera::filter_radius), the carrier search's key (tessera::find_carrier's
+// order) and the sideband spectrum (HologramPlan::synthesise's band). Each is written with
+// the CPU's operations in the CPU's order; on the device every float/double operation is an
+// explicitly rounded intrinsic (__fmul_rn, ...), never contracted into an FMA whatever the
+// nvcc flags, so that for the same inputs host and device give the same bits
+// (tests/gpu/test_cuda_hologram.cpp).
 //
-// C++17 and CUDA-free on the host side: included by nvcc (hologram.cu) and by g++ (tests).
+// C++17 and CUDA-free on the host side: included by nvcc (hologram.cu) and by g++ (tests,
+// which run the host instantiations against the CPU backend without a GPU).
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__CUDACC__)
-#ifndef TESSERA_HD
-#define TESSERA_HD __host__ __device__
-#endif
 #define TESSERA_HD_INLINE __host__ __device__ __forceinline__
 #else
-#ifndef TESSERA_HD
-#define TESSERA_HD
-#endif
 #define TESSERA_HD_INLINE inline
 #endif
 
@@ -88,6 +86,36 @@ TESSERA_HD_INLINE float fabs_(float a) {
     return fabsf(a);
 #else
     return std::fabs(a);
+#endif
+}
+TESSERA_HD_INLINE double dfloor(double a) {
+#if defined(__CUDA_ARCH__)
+    return floor(a);
+#else
+    return std::floor(a);
+#endif
+}
+TESSERA_HD_INLINE double dcos(double a) {
+#if defined(__CUDA_ARCH__)
+    return cos(a);
+#else
+    return std::cos(a);
+#endif
+}
+TESSERA_HD_INLINE bool isnan_(float a) {
+#if defined(__CUDA_ARCH__)
+    return isnan(a);
+#else
+    return std::isnan(a);
+#endif
+}
+TESSERA_HD_INLINE uint32_t float_bits(float a) {
+#if defined(__CUDA_ARCH__)
+    return __float_as_uint(a);
+#else
+    uint32_t u;
+    std::memcpy(&u, &a, sizeof(u));
+    return u;
 #endif
 }
 TESSERA_HD_INLINE bool signbit_(float a) {
@@ -164,6 +192,89 @@ TESSERA_HD_INLINE double sideband_radius(double given, int64_t rows, int64_t col
     const double cap = dadd(ddiv(static_cast<double>(rows < cols ? rows : cols), 2.0), -1.0);
     const double lo = cap < r ? cap : r;  // std::min(r, cap)
     return lo < 0.5 ? 0.5 : lo;           // std::max(lo, 0.5)
+}
+
+// --- spectrum indexing (kernels/cpu/hologram.cpp's helpers); C is float2 or alike ({x, y}) ---
+
+namespace hm {
+
+TESSERA_HD_INLINE int64_t mod(int64_t a, int64_t n) {
+    const int64_t r = a % n;
+    return r < 0 ? r + n : r;
+}
+
+// Signed frequency of unshifted index i of an axis of n bins: [-n/2, (n-1)/2].
+TESSERA_HD_INLINE int64_t signed_freq(int64_t i, int64_t n) { return i <= (n - 1) / 2 ? i : i - n; }
+
+}  // namespace hm
+
+// Value at any unshifted bin (ky, kx) of a real image's half spectrum (rows x (cols/2+1)),
+// through F(-k) = conj(F(k)) for the left half (tessera::HologramPlan::bin).
+template <class C>
+TESSERA_HD_INLINE C spectrum_bin(const C* half, int64_t rows, int64_t cols, int64_t ky, int64_t kx) {
+    using hm::mod;
+    ky = mod(ky, rows);
+    kx = mod(kx, cols);
+    const int64_t hc = cols / 2 + 1;
+    if (kx < hc) return half[ky * hc + kx];
+    const C v = half[mod(-ky, rows) * hc + (cols - kx)];
+    return C{v.x, -v.y};
+}
+
+// The carrier search's key of half-spectrum element i (< rows*(cols/2+1) < 2^31): 0 when the
+// bin is not searched (self-conjugate mirror, inside the DC radius: d^2 <= dc2) or |F|^2 is
+// NaN; else (bits of |F|^2 = re*re + im*im in float) << 32 | (2^32-1 - shifted index), so
+// that the largest key is tessera::find_carrier's choice: the largest |F|^2, ties to the
+// smallest shifted index row*cols + col (|F|^2 >= +0: its bits order as its values).
+template <class C>
+TESSERA_HD_INLINE unsigned long long carrier_key(const C* half, int64_t rows, int64_t cols, double dc2, int64_t i) {
+    using hm::mod, hm::signed_freq;
+    const auto hc = static_cast<uint32_t>(cols / 2 + 1), iu = static_cast<uint32_t>(i);
+    const int64_t iy = iu / hc, ix = iu % hc;
+    // Self-conjugate columns (zero frequency, Nyquist of an even width): one bin of each
+    // mirrored pair, the one with row frequency >= 0.
+    const bool self_conjugate = ix == 0 || (cols % 2 == 0 && ix == cols / 2);
+    if (self_conjugate && iy > mod(-iy, rows)) return 0;
+    const int64_t ky = signed_freq(iy, rows), kx = signed_freq(ix, cols);
+    if (static_cast<double>(ky * ky + kx * kx) <= dc2) return 0;
+    const C v = half[i];
+    const float m = hm::fadd(hm::fmul(v.x, v.x), hm::fmul(v.y, v.y));  // std::norm
+    if (hm::isnan_(m)) return 0;  // never wins on the CPU (no comparison with NaN is true)
+    const auto idx = static_cast<unsigned long long>((ky + rows / 2) * cols + (kx + cols / 2));
+    return (static_cast<unsigned long long>(hm::float_bits(m)) << 32) | (0xffffffffull - idx);
+}
+
+// FFT-shifted (row, col) of a non-zero key.
+TESSERA_HD_INLINE void decode_carrier_key(unsigned long long key, int64_t cols, int64_t& row, int64_t& col) {
+    const auto idx = static_cast<int64_t>(0xffffffffull - (key & 0xffffffffull));
+    row = idx / cols;
+    col = idx % cols;
+}
+
+// Element (y, x) of the full unshifted sideband spectrum that the inverse FFT turns into the
+// field: tessera::HologramPlan::synthesise's band, scattered. (y, x) is the disc's offset
+// (dy, dx) from the carrier (crow, ccol), dy = y or y - rows (likewise dx): the disc spans
+// 2r+1 < min(rows, cols) bins (filter_radius caps it), so each offset has one element.
+// Inside the disc (d^2 <= radius^2): bin * w, w = scale (circular) or
+// float(0.5 (1 + cos(pi d / radius))) * scale (Hann); zero elsewhere.
+template <class C>
+TESSERA_HD_INLINE C sideband_value(const C* half, int64_t rows, int64_t cols, int64_t crow, int64_t ccol,
+                                   double radius, float scale, bool hann, int64_t y, int64_t x) {
+    using namespace hm;
+    const C zero{0.0f, 0.0f};
+    if (crow < 0) return zero;
+    const auto ri = static_cast<int64_t>(dfloor(radius));
+    const int64_t dy = y <= ri ? y : y - rows, dx = x <= ri ? x : x - cols;
+    if (dy < -ri || dx < -ri) return zero;
+    const double d2 = static_cast<double>(dy * dy + dx * dx);
+    if (d2 > dmul(radius, radius)) return zero;
+    float w = scale;
+    if (hann) {
+        const double h = dmul(0.5, dadd(1.0, dcos(ddiv(dmul(kPiD, dsqrt(d2)), radius))));
+        w = fmul(static_cast<float>(h), scale);
+    }
+    const C b = spectrum_bin(half, rows, cols, crow - rows / 2 + dy, ccol - cols / 2 + dx);
+    return C{fmul(b.x, w), fmul(b.y, w)};
 }
 
 // True when the carrier search of a rows x cols frame has no bin outside the DC exclusion

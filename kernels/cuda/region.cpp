@@ -34,13 +34,20 @@ int select_device(int local_rank) {
 
 namespace {
 
-// Stream-ordered, from the device's pool (keep_pool_memory): a frame's Region neither maps
-// memory nor synchronises the device (cudaFree does) when it is made and released.
+// A frame's Region (device input) allocates stream-ordered from the device's pool
+// (keep_pool_memory): it neither maps memory nor synchronises the device (cudaFree does) when
+// it is made and released, so lanes do not stall each other. A scene's Region allocates
+// exactly (cudaMalloc): the pool would keep its gigabytes reserved past the Region.
 template <class T>
-T* device_alloc(size_t count, cudaStream_t s, const char* what) {
+T* device_alloc(size_t count, cudaStream_t s, bool pooled, const char* what) {
     void* p = nullptr;
-    check(cudaMallocAsync(&p, std::max<size_t>(count, 1) * sizeof(T), s), what);
+    const size_t bytes = std::max<size_t>(count, 1) * sizeof(T);
+    check(pooled ? cudaMallocAsync(&p, bytes, s) : cudaMalloc(&p, bytes), what);
     return static_cast<T*>(p);
+}
+
+void device_free(void* p, cudaStream_t s, bool pooled) noexcept {
+    if (p) (void)(pooled ? cudaFreeAsync(p, s) : cudaFree(p));
 }
 
 // Host arrays smaller than this are not worth page-locking.
@@ -80,9 +87,10 @@ struct Region::Impl {
     std::vector<void*> pinned;      // host ranges this Region registered (cudaHostRegister)
 
     bool own_stream = true;
+    bool pooled = false;  // device input: a frame (device_alloc)
 
     Impl(const RegionArrays& a_, const Window& own_, const TileGrid& grid_, const DeviceInput* in)
-        : a(a_), own(own_), grid(grid_) {
+        : a(a_), own(own_), grid(grid_), pooled(in != nullptr) {
         const Window& b = a.buf;
         if (own.rows <= 0 || own.cols <= 0) throw std::invalid_argument("cuda::Region: empty own window");
         if (own.row0 < b.row0 || own.col0 < b.col0 || own.row0 + own.rows > b.row0 + b.rows ||
@@ -111,9 +119,9 @@ struct Region::Impl {
             d.H = a.H;
             d.W = a.W;
             d.buf = b;
-            d.phase = device_alloc<float>(nb, s, "cudaMallocAsync phase");
-            d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, s, "cudaMallocAsync flags");
-            nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), s, "cudaMallocAsync union-find nodes");
+            d.phase = device_alloc<float>(nb, s, pooled, "allocate phase");
+            d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, s, pooled, "allocate flags");
+            nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), s, pooled, "allocate union-find nodes");
             check(cudaMemsetAsync(d.flags, 0, (nb + 3) / 4 * 4, s), "cudaMemset flags");
             if (in) {  // already on the device, in stream order
                 check(cudaMemcpyAsync(d.phase, in->phase, nb * sizeof(float), cudaMemcpyDeviceToDevice, s),
@@ -153,7 +161,7 @@ struct Region::Impl {
         pinned.clear();
         for (void* p : {static_cast<void*>(d.phase), static_cast<void*>(d.flags), static_cast<void*>(nodes),
                         static_cast<void*>(label), static_cast<void*>(cycles)})
-            if (p) (void)cudaFreeAsync(p, s);
+            device_free(p, s, pooled);
         d.phase = nullptr;
         d.flags = nullptr;
         nodes = nullptr;
@@ -303,13 +311,13 @@ void Region::apply(const ComponentAssignment& as) {
     if (as.offset.size() != n || as.label.size() != n)
         throw std::invalid_argument("cuda::Region::apply: records, offsets and labels differ in length");
     const size_t npx = static_cast<size_t>(m.own.size());
-    if (!m.label) m.label = device_alloc<uint32_t>(npx, m.s, "cudaMallocAsync labels");
-    if (m.a.cycles && !m.cycles) m.cycles = device_alloc<int32_t>(npx, m.s, "cudaMallocAsync cycles");
+    if (!m.label) m.label = device_alloc<uint32_t>(npx, m.s, m.pooled, "allocate labels");
+    if (m.a.cycles && !m.cycles) m.cycles = device_alloc<int32_t>(npx, m.s, m.pooled, "allocate cycles");
     if (n > 0) {
         constexpr size_t kChunk = size_t{1} << 20;  // 16 MiB of records per upload
         const size_t chunk = std::min(n, kChunk);
         std::vector<DeviceRootRecord> host(chunk);
-        DeviceRootRecord* d_recs = device_alloc<DeviceRootRecord>(chunk, m.s, "cudaMallocAsync apply records");
+        DeviceRootRecord* d_recs = device_alloc<DeviceRootRecord>(chunk, m.s, true, "cudaMallocAsync apply records");
         try {
             for (size_t b = 0; b < n; b += chunk) {
                 const size_t e = std::min(n, b + chunk);
@@ -358,7 +366,7 @@ void Region::finish() {
     check(cudaStreamSynchronize(m.s), "finish (sync)");
     for (void** p : {reinterpret_cast<void**>(&m.label), reinterpret_cast<void**>(&m.cycles)})
         if (*p) {
-            check(cudaFreeAsync(*p, m.s), "cudaFreeAsync");
+            device_free(*p, m.s, m.pooled);
             *p = nullptr;
         }
     m.applied = false;

@@ -1,0 +1,102 @@
+// Frame lanes on the CUDA backend (src/frame_lanes.h): a batch over several lanes (streams)
+// gives every frame the bits of that frame run alone on one lane; against the CPU lanes the
+// result differs only by the FFT libraries' last bits (cuFFT vs FFTW, kernels/cuda/hologram.h).
+// Every test skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "kernels/cuda/region.h"
+#include "src/frame_lanes.h"
+#include "support/hologram_scene.h"
+
+#define SKIP_WITHOUT_GPU()                                                                                        \
+    do {                                                                                                          \
+        if (::tessera::cuda::device_count() == 0)                                                                 \
+            GTEST_SKIP() << "no CUDA device visible: the CUDA backend tests need a GPU (cudaGetDeviceCount found " \
+                            "none or no driver)";                                                                 \
+    } while (0)
+
+namespace tessera {
+namespace {
+
+struct Kept {
+    std::vector<float> u;
+    std::vector<uint32_t> label;
+    FrameView view;
+};
+
+std::map<int64_t, Kept> run(const std::vector<testing::SynthHologram>& fs, const std::vector<int64_t>& which,
+                            const FrameOptions& opt) {
+    std::map<int64_t, Kept> out;
+    std::mutex mu;
+    const int64_t H = fs[0].H, W = fs[0].W;
+    run_frames(
+        static_cast<int64_t>(which.size()), H, W, opt,
+        [&](int64_t i, float*) { return fs[static_cast<size_t>(which[static_cast<size_t>(i)])].intensity.data(); },
+        [&](const FrameView& v) {
+            std::lock_guard<std::mutex> lock(mu);
+            Kept& k = out[which[static_cast<size_t>(v.index)]];
+            k.u.assign(v.u, v.u + H * W);
+            k.label.assign(v.label, v.label + H * W);
+            k.view = v;
+        });
+    return out;
+}
+
+TEST(CudaFrameLanes, BatchOverStreamsEqualsOneByOneAndTracksTheCpu) {
+    SKIP_WITHOUT_GPU();
+    const int64_t H = 256, W = 320;
+    std::vector<testing::SynthHologram> fs;
+    for (int k = 0; k < 6; ++k) {
+        testing::HologramSpec s;
+        s.H = H, s.W = W;
+        s.fy = 46.0 / 256, s.fx = 70.0 / 320;
+        s.bump = 10.0 + k;
+        s.bump_sigma = 64;
+        s.noise = k % 2 ? 0.6 : 0.2;  // the noisier frames have residues
+        s.seed = 300 + static_cast<uint64_t>(k);
+        fs.push_back(testing::make_hologram(s));
+    }
+    FrameOptions opt;
+    opt.unwrap.backend = Backend::kCuda;
+    opt.tile_size = 100;
+    opt.background_degree = 3;
+    opt.lanes = 4;
+    const auto batch = run(fs, {0, 1, 2, 3, 4, 5}, opt);
+    ASSERT_EQ(batch.size(), 6u);
+    FrameOptions cpu = opt;
+    cpu.unwrap.backend = Backend::kCpu;
+    cpu.lanes = 1;
+    const auto ref = run(fs, {0, 1, 2, 3, 4, 5}, cpu);
+    opt.lanes = 1;
+    int64_t residues = 0;
+    for (int64_t k = 0; k < 6; ++k) {
+        const auto alone = run(fs, {k}, opt);
+        const Kept& a = alone.at(k);
+        const Kept& b = batch.at(k);
+        EXPECT_EQ(std::memcmp(a.u.data(), b.u.data(), a.u.size() * sizeof(float)), 0) << "frame " << k;
+        EXPECT_EQ(a.label, b.label) << "frame " << k;
+        EXPECT_EQ(b.view.stats.conflicts, 0);
+        residues += b.view.stats.residues;
+        const Kept& c = ref.at(k);
+        EXPECT_EQ(b.view.carrier.row, c.view.carrier.row);
+        EXPECT_EQ(b.view.carrier.col, c.view.carrier.col);
+        double ss = 0;
+        int64_t n = 0, same_label = 0;
+        for (size_t i = 0; i < b.u.size(); ++i) {
+            same_label += b.label[i] == c.label[i];
+            if (std::isfinite(b.u[i]) && std::isfinite(c.u[i])) ss += (b.u[i] - c.u[i]) * double(b.u[i] - c.u[i]), ++n;
+        }
+        EXPECT_LT(std::sqrt(ss / static_cast<double>(n)), 1e-3) << "frame " << k << ": CUDA and CPU lanes drift apart";
+        EXPECT_GT(same_label, static_cast<int64_t>(b.u.size()) * 999 / 1000) << "frame " << k;
+    }
+    std::printf("[ info     ] %lld residues over the frames\n", static_cast<long long>(residues));
+}
+
+}  // namespace
+}  // namespace tessera
