@@ -261,7 +261,10 @@ inline float fast_phase(float im, float re) {
     r = ay > ax ? pi_2 - r : r;
     r = std::signbit(re) ? pi - r : r;
     r = std::signbit(im) ? -r : r;
-    return r >= pi ? -pi : r;  // [-pi, pi)
+    r = r >= pi ? -pi : r;  // [-pi, pi)
+    // A NaN component gives NaN: the octant rules would read the NaN's sign bit, which x86
+    // and CUDA set differently for the same invalid operation.
+    return (re != re || im != im) ? std::numeric_limits<float>::quiet_NaN() : r;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #if defined(__CUDACC__)
 #define TESSERA_HD_INLINE __host__ __device__ __forceinline__
@@ -118,6 +119,13 @@ TESSERA_HD_INLINE uint32_t float_bits(float a) {
     return u;
 #endif
 }
+TESSERA_HD_INLINE float quiet_nan_() {
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(0x7fc00000u);
+#else
+    return std::numeric_limits<float>::quiet_NaN();
+#endif
+}
 TESSERA_HD_INLINE bool signbit_(float a) {
 #if defined(__CUDA_ARCH__)
     return (__float_as_uint(a) >> 31) != 0;
@@ -164,7 +172,9 @@ TESSERA_HD_INLINE float phase_of(float im, float re) {
     r = ay > ax ? fsub(kPi2F, r) : r;
     r = signbit_(re) ? fsub(kPiF, r) : r;
     r = signbit_(im) ? -r : r;
-    return r >= kPiF ? -kPiF : r;
+    r = r >= kPiF ? -kPiF : r;
+    // A NaN component gives NaN (the CPU's rule: x86 and CUDA set a NaN's sign bit differently).
+    return (re != re || im != im) ? quiet_nan_() : r;
 }
 
 // field / ref as tessera::divide_by_reference: field * conj(ref) / |ref|^2, 0 where |ref| == 0.
