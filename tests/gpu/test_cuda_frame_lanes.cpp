@@ -12,6 +12,7 @@
 
 #include "kernels/cuda/region.h"
 #include "src/frame_lanes.h"
+#include "support/frame_runs.h"
 #include "support/hologram_scene.h"
 
 #define SKIP_WITHOUT_GPU()                                                                                        \
@@ -24,29 +25,7 @@
 namespace tessera {
 namespace {
 
-struct Kept {
-    std::vector<float> u;
-    std::vector<uint32_t> label;
-    FrameView view;
-};
 
-std::map<int64_t, Kept> run(const std::vector<testing::SynthHologram>& fs, const std::vector<int64_t>& which,
-                            const FrameOptions& opt) {
-    std::map<int64_t, Kept> out;
-    std::mutex mu;
-    const int64_t H = fs[0].H, W = fs[0].W;
-    run_frames(
-        static_cast<int64_t>(which.size()), H, W, opt,
-        [&](int64_t i, float*) { return fs[static_cast<size_t>(which[static_cast<size_t>(i)])].intensity.data(); },
-        [&](const FrameView& v) {
-            std::lock_guard<std::mutex> lock(mu);
-            Kept& k = out[which[static_cast<size_t>(v.index)]];
-            k.u.assign(v.u, v.u + H * W);
-            k.label.assign(v.label, v.label + H * W);
-            k.view = v;
-        });
-    return out;
-}
 
 TEST(CudaFrameLanes, BatchOverStreamsEqualsOneByOneAndTracksTheCpu) {
     SKIP_WITHOUT_GPU();
@@ -67,23 +46,23 @@ TEST(CudaFrameLanes, BatchOverStreamsEqualsOneByOneAndTracksTheCpu) {
     opt.tile_size = 100;
     opt.background_degree = 3;
     opt.lanes = 4;
-    const auto batch = run(fs, {0, 1, 2, 3, 4, 5}, opt);
+    const auto batch = testing::run_kept(fs, {0, 1, 2, 3, 4, 5}, opt);
     ASSERT_EQ(batch.size(), 6u);
     FrameOptions cpu = opt;
     cpu.unwrap.backend = Backend::kCpu;
     cpu.lanes = 1;
-    const auto ref = run(fs, {0, 1, 2, 3, 4, 5}, cpu);
+    const auto ref = testing::run_kept(fs, {0, 1, 2, 3, 4, 5}, cpu);
     opt.lanes = 1;
     int64_t residues = 0;
     for (int64_t k = 0; k < 6; ++k) {
-        const auto alone = run(fs, {k}, opt);
-        const Kept& a = alone.at(k);
-        const Kept& b = batch.at(k);
+        const auto alone = testing::run_kept(fs, {k}, opt);
+        const testing::KeptFrame& a = alone.at(k);
+        const testing::KeptFrame& b = batch.at(k);
         EXPECT_EQ(std::memcmp(a.u.data(), b.u.data(), a.u.size() * sizeof(float)), 0) << "frame " << k;
         EXPECT_EQ(a.label, b.label) << "frame " << k;
         EXPECT_EQ(b.view.stats.conflicts, 0);
         residues += b.view.stats.residues;
-        const Kept& c = ref.at(k);
+        const testing::KeptFrame& c = ref.at(k);
         EXPECT_EQ(b.view.carrier.row, c.view.carrier.row);
         EXPECT_EQ(b.view.carrier.col, c.view.carrier.col);
         double ss = 0;

@@ -15,16 +15,12 @@
 #include "kernels/background.h"
 #include "partition/comm.h"
 #include "src/frame_lanes.h"
+#include "support/frame_runs.h"
 #include "support/hologram_scene.h"
 
 namespace tessera {
 namespace {
 
-struct Kept {
-    std::vector<float> u;
-    std::vector<uint32_t> label;
-    FrameView view;
-};
 
 std::vector<testing::SynthHologram> frames(int n, int64_t H, int64_t W) {
     std::vector<testing::SynthHologram> out;
@@ -39,23 +35,6 @@ std::vector<testing::SynthHologram> frames(int n, int64_t H, int64_t W) {
     return out;
 }
 
-std::map<int64_t, Kept> run(const std::vector<testing::SynthHologram>& fs, const std::vector<int64_t>& which,
-                            const FrameOptions& opt) {
-    std::map<int64_t, Kept> out;
-    std::mutex mu;
-    const int64_t H = fs[0].H, W = fs[0].W;
-    run_frames(
-        static_cast<int64_t>(which.size()), H, W, opt,
-        [&](int64_t i, float*) { return fs[static_cast<size_t>(which[static_cast<size_t>(i)])].intensity.data(); },
-        [&](const FrameView& v) {
-            std::lock_guard<std::mutex> lock(mu);
-            Kept& k = out[which[static_cast<size_t>(v.index)]];
-            k.u.assign(v.u, v.u + H * W);
-            k.label.assign(v.label, v.label + H * W);
-            k.view = v;
-        });
-    return out;
-}
 
 TEST(FrameLanes, BatchEqualsOneByOneAndRecoversTheObject) {
     const int64_t H = 96, W = 128;
@@ -64,13 +43,13 @@ TEST(FrameLanes, BatchEqualsOneByOneAndRecoversTheObject) {
     opt.tile_size = 40;
     opt.background_degree = 2;
     opt.lanes = 3;
-    const auto batch = run(fs, {0, 1, 2, 3, 4}, opt);
+    const auto batch = testing::run_kept(fs, {0, 1, 2, 3, 4}, opt);
     ASSERT_EQ(batch.size(), 5u);
     opt.lanes = 1;
     for (int64_t k = 0; k < 5; ++k) {
-        const auto alone = run(fs, {k}, opt);
-        const Kept& a = alone.at(k);
-        const Kept& b = batch.at(k);
+        const auto alone = testing::run_kept(fs, {k}, opt);
+        const testing::KeptFrame& a = alone.at(k);
+        const testing::KeptFrame& b = batch.at(k);
         EXPECT_EQ(std::memcmp(a.u.data(), b.u.data(), a.u.size() * sizeof(float)), 0) << "frame " << k;
         EXPECT_EQ(a.label, b.label) << "frame " << k;
         EXPECT_EQ(b.view.stats.conflicts, 0);
