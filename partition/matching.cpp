@@ -24,8 +24,6 @@ Cut make_ground_cut(const Residue& a, int64_t H, int64_t W) {
 
 namespace {
 
-constexpr int64_t kPhaseACell = 8;  // ~25 residues a cell in pure noise, few rings to D elsewhere
-
 // What owners tell halo holders about a residue each round.
 struct ResidueState {
     int64_t partner_id;  // kGroundId, -1 none, else the partner's id

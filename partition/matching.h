@@ -14,6 +14,9 @@
 
 namespace tessera {
 
+// Phase A's residue cells, in pixels: ~25 residues a cell in pure noise, few rings to D elsewhere.
+inline constexpr int64_t kPhaseACell = 8;
+
 struct MatchStats {
     int64_t residues = 0, rounds = 0;
     int64_t phase_a_pairs = 0, phase_a_ground = 0;

@@ -17,30 +17,42 @@
 
 namespace tessera {
 
+// Residues, matching and rasterisation (sections 2-3). A backend whose Region has a one-rank
+// path (match_alone: the CUDA backend keeps residues and phase A's cuts on the device) takes
+// it when the region is the whole job; the result is the same.
+template <class Region>
+MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, int64_t D,
+                              std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
+    if constexpr (requires { region.match_alone(D, residues_out, stage); }) {
+        if (comm.size() == 1) return region.match_alone(D, residues_out, stage);
+    }
+    std::vector<Residue> res = region.find_residues();
+    stage("residues");
+    MatchStats ms;
+    std::vector<Cut> cuts;
+    {
+        const std::unique_ptr<PhaseARounds> rounds = region.phase_a();  // the backend's phase A
+        cuts = match_residues(res, grid, D, comm, ms, *rounds);
+    }
+    stage("matching");
+    region.place_cuts(cuts);
+    stage("rasterise");
+    if (residues_out) *residues_out = std::move(res);
+    return ms;
+}
+
 // Region: cpu::Region or cuda::Region. `stage(name)` is called after each stage.
 template <class Region>
 RegionStats run_unwrap_stages(Region& region, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
                               std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
     RegionStats st;
     st.tiles = grid.tiles.count();
-    std::vector<Residue> res = region.find_residues();
-    stage("residues");
-
-    MatchStats ms;
-    std::vector<Cut> cuts;
-    {
-        const std::unique_ptr<PhaseARounds> rounds = region.phase_a();  // the backend's phase A
-        cuts = match_residues(res, grid, p.max_pair_distance, comm, ms, *rounds);
-    }
+    const MatchStats ms = find_match_and_cut(region, grid, comm, p.max_pair_distance, residues_out, stage);
     st.residues = ms.residues;
     st.rounds = ms.rounds;
     st.leftovers = ms.leftovers;
     st.pairs = ms.phase_a_pairs + ms.phase_b_pairs;
     st.ground_cuts = ms.phase_a_ground + ms.phase_b_ground;
-    stage("matching");
-
-    region.place_cuts(cuts);
-    stage("rasterise");
 
     const RegionComponents comps = region.union_find();
     stage("union_find");
@@ -56,7 +68,6 @@ RegionStats run_unwrap_stages(Region& region, const RankGrid& grid, Comm& comm, 
     region.apply(ComponentAssignment{comps.records, g.offset, g.label});
     stage("apply");
     st.bytes_sent = comm.bytes_sent();
-    if (residues_out) *residues_out = std::move(res);
     return st;
 }
 

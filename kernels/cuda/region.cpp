@@ -9,8 +9,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cuda/device_matching.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/phase_a_rounds.h"
+#include "partition/matching.h"
 #include "kernels/union_find.h"
 
 namespace tessera::cuda {
@@ -218,9 +220,10 @@ std::vector<Residue> Region::find_residues() {
     return res;
 }
 
-void Region::place_cuts(std::span<const Cut> cuts) {
-    Impl& m = *impl_;
-    block_invalid_edges(m.d, m.own, m.s);
+namespace {
+
+// Host cuts -> device -> cut bits (after block_invalid_edges), in stream order; synchronises.
+void rasterise_host_cuts(const DeviceArrays& d, const Window& own, std::span<const Cut> cuts, cudaStream_t s) {
     if (!cuts.empty()) {
         std::vector<DeviceCut> dc(cuts.size());
         for (size_t i = 0; i < cuts.size(); ++i) {
@@ -228,22 +231,110 @@ void Region::place_cuts(std::span<const Cut> cuts) {
             dc[i] = {c.ra, c.ca, c.rb, c.cb, static_cast<int32_t>(c.side)};
         }
         DeviceCut* d_cuts = nullptr;
-        check(cudaMallocAsync(reinterpret_cast<void**>(&d_cuts), dc.size() * sizeof(DeviceCut), m.s),
+        check(cudaMallocAsync(reinterpret_cast<void**>(&d_cuts), dc.size() * sizeof(DeviceCut), s),
               "place_cuts (cudaMallocAsync)");
-        cudaError_t e = cudaMemcpyAsync(d_cuts, dc.data(), dc.size() * sizeof(DeviceCut), cudaMemcpyHostToDevice, m.s);
+        cudaError_t e = cudaMemcpyAsync(d_cuts, dc.data(), dc.size() * sizeof(DeviceCut), cudaMemcpyHostToDevice, s);
         if (e == cudaSuccess) {
             try {
-                rasterise_cuts(m.d, m.own, d_cuts, static_cast<int64_t>(dc.size()), m.s);
+                rasterise_cuts(d, own, d_cuts, static_cast<int64_t>(dc.size()), s);
             } catch (...) {
-                (void)cudaFreeAsync(d_cuts, m.s);
+                (void)cudaFreeAsync(d_cuts, s);
                 throw;
             }
         }
-        const cudaError_t ef = cudaFreeAsync(d_cuts, m.s);
+        const cudaError_t ef = cudaFreeAsync(d_cuts, s);
         check(e, "place_cuts (upload cuts)");
         check(ef, "place_cuts (cudaFreeAsync)");
     }
-    check(cudaStreamSynchronize(m.s), "place_cuts (sync)");
+    check(cudaStreamSynchronize(s), "place_cuts (sync)");
+}
+
+// A stream-ordered device allocation freed on scope exit.
+template <class T>
+struct StreamBuffer {
+    T* p = nullptr;
+    cudaStream_t s;
+    StreamBuffer(size_t count, cudaStream_t st, const char* what) : s(st) {
+        check(cudaMallocAsync(reinterpret_cast<void**>(&p), std::max<size_t>(count, 1) * sizeof(T), s), what);
+    }
+    StreamBuffer(T* adopt, cudaStream_t st) : p(adopt), s(st) {}
+    ~StreamBuffer() {
+        if (p) (void)cudaFreeAsync(p, s);
+    }
+    StreamBuffer(const StreamBuffer&) = delete;
+    StreamBuffer& operator=(const StreamBuffer&) = delete;
+};
+
+}  // namespace
+
+void Region::place_cuts(std::span<const Cut> cuts) {
+    Impl& m = *impl_;
+    block_invalid_edges(m.d, m.own, m.s);
+    rasterise_host_cuts(m.d, m.own, cuts, m.s);
+}
+
+MatchStats Region::match_alone(int64_t max_distance, std::vector<Residue>* residues_out,
+                               const std::function<void(const char*)>& stage) {
+    Impl& m = *impl_;
+    const int64_t H = m.a.H, W = m.a.W, D = max_distance;
+    MatchStats st;
+    // The charges are compacted into the union-find words (free until union_find()).
+    const int64_t charged = compact_charges(m.d, m.own, m.nodes, m.s);
+    DeviceResidue* d_res_raw = nullptr;
+    st.residues = expand_residues(m.d, m.own, m.nodes, charged, &d_res_raw, m.s);
+    StreamBuffer<DeviceResidue> d_res(d_res_raw, m.s);
+    if (residues_out) {
+        residues_out->resize(static_cast<size_t>(st.residues));
+        if (st.residues > 0)
+            check(cudaMemcpyAsync(residues_out->data(), d_res.p, static_cast<size_t>(st.residues) * sizeof(Residue),
+                                  cudaMemcpyDeviceToHost, m.s),
+                  "match_alone (download residues)");
+        check(cudaStreamSynchronize(m.s), "match_alone (residues)");
+    }
+    stage("residues");
+
+    block_invalid_edges(m.d, m.own, m.s);  // before any cut bit is set (place_cuts' order)
+    std::vector<Residue> left;
+    {
+        DevicePhaseARounds rounds(m.s);
+        // match_residues' area: the own window and D + 1 around it, inside the image.
+        const int64_t row0 = std::max<int64_t>(0, m.own.row0 - D - 1), col0 = std::max<int64_t>(0, m.own.col0 - D - 1);
+        const Window area{row0, col0, std::min(H, m.own.row0 + m.own.rows + D + 1) - row0,
+                          std::min(W, m.own.col0 + m.own.cols + D + 1) - col0};
+        rounds.bind_device(d_res.p, st.residues, area, kPhaseACell, D, H, W);
+        while (rounds.search() > 0) {  // no halo: no exchange, no second decision
+            ++st.rounds;
+            rounds.decide(false);
+            rounds.commit();
+        }
+        StreamBuffer<DeviceResidue> d_left(static_cast<size_t>(st.residues), m.s, "match_alone (leftovers)");
+        StreamBuffer<MatesSummary> d_sum(1, m.s, "match_alone (summary)");
+        check(cudaMemsetAsync(d_sum.p, 0, sizeof(MatesSummary), m.s), "match_alone (clear summary)");
+        rasterise_mates(m.d, m.own, rounds.state(), d_left.p, d_sum.p, m.s);
+        MatesSummary sum;
+        check(cudaMemcpyAsync(&sum, d_sum.p, sizeof(sum), cudaMemcpyDeviceToHost, m.s), "match_alone (summary)");
+        check(cudaStreamSynchronize(m.s), "match_alone (mates)");
+        st.phase_a_pairs = static_cast<int64_t>(sum.pairs);
+        st.phase_a_ground = static_cast<int64_t>(sum.ground);
+        left.resize(static_cast<size_t>(sum.leftovers));
+        if (!left.empty()) {
+            check(cudaMemcpyAsync(left.data(), d_left.p, left.size() * sizeof(Residue), cudaMemcpyDeviceToHost, m.s),
+                  "match_alone (download leftovers)");
+            check(cudaStreamSynchronize(m.s), "match_alone (leftovers)");
+        }
+    }
+    // Phase B on the host, as match_residues runs it.
+    std::sort(left.begin(), left.end(), [](const Residue& x, const Residue& y) { return x.id < y.id; });
+    st.leftovers = static_cast<int64_t>(left.size());
+    std::vector<int32_t> all(left.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i);
+    std::vector<Cut> cuts;
+    greedy_leftovers(left, all, H, W, cuts, st);
+    stage("matching");
+
+    rasterise_host_cuts(m.d, m.own, cuts, m.s);
+    stage("rasterise");
+    return st;
 }
 
 RegionComponents Region::union_find() {

@@ -595,6 +595,46 @@ TEST(CudaVsCpuRandom, UnwrapImageOnNoiseAndTies) {
     }
 }
 
+// One rank takes the CUDA backend's device path (residues, phase A and its cuts stay on the
+// device; Region::match_alone). Small D leaves many residues to phase B on the host, which
+// the device must hand over whole; the residue list it reports must be the CPU's.
+TEST(CudaVsCpuRandom, OneRankDevicePathWithPhaseBLeftovers) {
+    SKIP_WITHOUT_GPU();
+    uint64_t seed = 900;
+    for (Kind kind : {Kind::kNoise, Kind::kTies}) {
+        const Image im = random_image(97, 131, seed++, kind, 0.02, 0.05);
+        for (int64_t D : {int64_t{1}, int64_t{3}, int64_t{64}}) {
+            Result c, g;
+            std::vector<Residue> res_c, res_g;
+            for (Result* r : {&c, &g}) {
+                r->u = im.phase;
+                r->flags = im.flags;
+                r->label.assign(im.phase.size(), 0);
+                r->k.assign(im.phase.size(), 0);
+                RegionArrays a{im.H, im.W, Window{0, 0, im.H, im.W}, r->u.data(), r->flags.data(), r->label.data(),
+                               r->k.data()};
+                UnwrapParams p;
+                p.min_component_size = 2;
+                p.max_pair_distance = D;
+                p.backend = r == &c ? Backend::kCpu : Backend::kCuda;
+                Comm self(MPI_COMM_SELF);
+                RankGrid grid;
+                grid.tiles = TileGrid(im.H, im.W, 32);
+                r->stats = unwrap_region(a, grid, self, p, r == &c ? &res_c : &res_g, [](const char*) {});
+            }
+            SCOPED_TRACE("kind " + std::to_string(static_cast<int>(kind)) + " D " + std::to_string(D));
+            expect_same_result(c, g, im.W);
+            ASSERT_EQ(res_c.size(), res_g.size());
+            for (size_t i = 0; i < res_c.size(); ++i) {
+                const Residue &x = res_c[i], &y = res_g[i];
+                ASSERT_TRUE(x.id == y.id && x.r == y.r && x.c == y.c && x.sign == y.sign) << "residue " << i << " differs";
+            }
+            EXPECT_GT(c.stats.residues, 100);
+            if (D == 1) EXPECT_GT(c.stats.leftovers, 10) << "D = 1 must leave residues to phase B";
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Across ranks: every rank's own window equals the single-process CPU result. Run it under
 // mpirun -np 2, 3, 4 (tests/gpu/run_on_device.sh does); with one rank it is the 1x1 grid.
