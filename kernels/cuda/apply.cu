@@ -1,5 +1,6 @@
 // Final pixel pass (ARCHITECTURE.md section 4) on the device: k = potential + offset of the
-// pixel's component record, u = phi + 6.2831855f * k (float32, no contraction), labels.
+// pixel's component record, u = phi + 6.2831855f * k (float32, no contraction), labels; by row
+// bands, so that a band's download can start while the next is computed.
 //
 // No per-pixel record map is needed: a root's word is redundant after the union-find
 // (parent = self, k = 0), so mark_roots stores the record's (label, offset) in it and sets
@@ -25,11 +26,12 @@ __global__ void mark_kernel(DeviceArrays a, Window own, uint64_t* nodes, const D
     a.flags[off] = static_cast<uint8_t>(a.flags[off] | kRootMark);
 }
 
-__global__ void apply_kernel(DeviceArrays a, Window own, const uint64_t* nodes, uint32_t* label, int32_t* cycles) {
+__global__ void apply_kernel(DeviceArrays a, Window own, int64_t y0, int64_t y1, const uint64_t* nodes, uint32_t* label,
+                             int32_t* cycles) {
     const int64_t x = static_cast<int64_t>(blockIdx.x) * kBlockX + threadIdx.x;
     if (x >= own.cols) return;
     const float nan = __int_as_float(0x7fc00000);  // std::numeric_limits<float>::quiet_NaN()
-    for (int64_t y = static_cast<int64_t>(blockIdx.y) * kBlockY + threadIdx.y; y < own.rows;
+    for (int64_t y = y0 + static_cast<int64_t>(blockIdx.y) * kBlockY + threadIdx.y; y < y1;
          y += static_cast<int64_t>(gridDim.y) * kBlockY) {
         const int64_t i = a.index(own.row0 + y, own.col0 + x);
         const int64_t l = y * own.cols + x;
@@ -70,10 +72,11 @@ void mark_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const
     check(cudaGetLastError(), "mark_roots (launch)");
 }
 
-void apply_offsets(const DeviceArrays& a, const Window& own, const uint64_t* nodes, uint32_t* label, int32_t* cycles,
-                   cudaStream_t s) {
-    if (own.size() == 0) return;
-    apply_kernel<<<pixel_grid(own), dim3(kBlockX, kBlockY), 0, s>>>(a, own, nodes, label, cycles);
+void apply_offsets(const DeviceArrays& a, const Window& own, int64_t y0, int64_t y1, const uint64_t* nodes,
+                   uint32_t* label, int32_t* cycles, cudaStream_t s) {
+    if (own.cols <= 0 || y1 <= y0) return;
+    const Window band{own.row0 + y0, own.col0, y1 - y0, own.cols};
+    apply_kernel<<<pixel_grid(band), dim3(kBlockX, kBlockY), 0, s>>>(a, own, y0, y1, nodes, label, cycles);
     check(cudaGetLastError(), "apply_offsets (launch)");
 }
 

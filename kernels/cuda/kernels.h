@@ -158,7 +158,8 @@ void mark_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const
 // Final pixel pass over `own` (after mark_roots for every record): u = phi + 2 pi k into
 // phase (NaN, label 0, k 0 at unreliable pixels), label and cycles (own-sized, row-major over own; cycles may
 // be null); clears the root marks.
-void apply_offsets(const DeviceArrays& a, const Window& own, const uint64_t* nodes, uint32_t* label,
-                   int32_t* cycles, cudaStream_t s);
+// Rows [y0, y1) of own only (own-relative); the bands may run in any order or separately.
+void apply_offsets(const DeviceArrays& a, const Window& own, int64_t y0, int64_t y1, const uint64_t* nodes,
+                   uint32_t* label, int32_t* cycles, cudaStream_t s);
 
 }  // namespace tessera::cuda

@@ -91,6 +91,15 @@ struct Region::Impl {
     bool own_stream = true;
     bool pooled = false;  // device input: a frame (device_alloc)
 
+    // A scene's copies run on a second stream beside the kernels' (a frame's stay on s): the
+    // flags go up while residues and matching need only the phase; the cut bits come down
+    // while the union-find runs; u and labels come down by row bands as apply finishes them.
+    cudaStream_t cs = nullptr;
+    cudaEvent_t flags_up = nullptr, cuts_down = nullptr;
+    bool flags_waited = false, cuts_downloading = false;
+    std::vector<cudaEvent_t> band_done;  // apply's row bands, in order
+    std::vector<int64_t> band_rows;      // band b: own rows [band_rows[b], band_rows[b+1])
+
     Impl(const RegionArrays& a_, const Window& own_, const TileGrid& grid_, const DeviceInput* in)
         : a(a_), own(own_), grid(grid_), pooled(in != nullptr) {
         const Window& b = a.buf;
@@ -124,16 +133,21 @@ struct Region::Impl {
             d.phase = device_alloc<float>(nb, s, pooled, "allocate phase");
             d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, s, pooled, "allocate flags");
             nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), s, pooled, "allocate union-find nodes");
-            check(cudaMemsetAsync(d.flags, 0, (nb + 3) / 4 * 4, s), "cudaMemset flags");
             if (in) {  // already on the device, in stream order
+                check(cudaMemsetAsync(d.flags, 0, (nb + 3) / 4 * 4, s), "cudaMemset flags");
                 check(cudaMemcpyAsync(d.phase, in->phase, nb * sizeof(float), cudaMemcpyDeviceToDevice, s),
                       "copy device phase");
                 if (in->flags)
                     check(cudaMemcpyAsync(d.flags, in->flags, nb, cudaMemcpyDeviceToDevice, s), "copy device flags");
             } else {
                 check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
-                check(cudaMemcpyAsync(d.flags, a.flags, nb, cudaMemcpyHostToDevice, s), "upload flags");
-                check(cudaStreamSynchronize(s), "upload (sync)");
+                check(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking), "cudaStreamCreate (copies)");
+                check(cudaEventCreateWithFlags(&flags_up, cudaEventDisableTiming), "cudaEventCreate");
+                check(cudaEventCreateWithFlags(&cuts_down, cudaEventDisableTiming), "cudaEventCreate");
+                if (nb % 4) check(cudaMemsetAsync(d.flags + nb, 0, 4 - nb % 4, cs), "cudaMemset flags padding");
+                check(cudaMemcpyAsync(d.flags, a.flags, nb, cudaMemcpyHostToDevice, cs), "upload flags");
+                check(cudaEventRecord(flags_up, cs), "cudaEventRecord (flags up)");
+                check(cudaStreamSynchronize(s), "upload (sync)");  // the phase; the flags may still travel
             }
         } catch (...) {
             release();
@@ -158,6 +172,7 @@ struct Region::Impl {
     }
 
     void release() noexcept {
+        if (cs) (void)cudaStreamSynchronize(cs);
         if (s) (void)cudaStreamSynchronize(s);
         for (void* p : pinned) (void)cudaHostUnregister(p);
         pinned.clear();
@@ -169,8 +184,43 @@ struct Region::Impl {
         nodes = nullptr;
         label = nullptr;
         cycles = nullptr;
+        if (cs) (void)cudaStreamSynchronize(cs), (void)cudaStreamDestroy(cs);
+        cs = nullptr;
+        for (cudaEvent_t* e : {&flags_up, &cuts_down})
+            if (*e) (void)cudaEventDestroy(*e), *e = nullptr;
+        for (cudaEvent_t e : band_done) (void)cudaEventDestroy(e);
+        band_done.clear();
         if (s && own_stream) (void)cudaStreamSynchronize(s), (void)cudaStreamDestroy(s);
         s = nullptr;
+    }
+
+    // The copy stream, or s where there is none (a frame).
+    cudaStream_t copies() const { return cs ? cs : s; }
+
+    // Kernels on s that read or write the flags wait for their upload (once).
+    void need_flags() {
+        if (flags_waited || !flags_up) return;
+        check(cudaStreamWaitEvent(s, flags_up, 0), "cudaStreamWaitEvent (flags up)");
+        flags_waited = true;
+    }
+
+    // The cut bits are final once the cuts are rasterised: they go down to a.flags on the copy
+    // stream while the union-find runs; apply (which marks roots in the flags) waits for them.
+    void download_cut_bits_async() {
+        if (!cs) return;
+        check(cudaEventRecord(cuts_down, s), "cudaEventRecord (cuts)");
+        check(cudaStreamWaitEvent(cs, cuts_down, 0), "cudaStreamWaitEvent (cuts)");
+        copy_flags_down(cs);
+        check(cudaEventRecord(cuts_down, cs), "cudaEventRecord (cuts down)");
+        cuts_downloading = true;
+    }
+
+    void copy_flags_down(cudaStream_t st) {
+        const int64_t base = a.index(own.row0, own.col0);
+        const size_t bc = static_cast<size_t>(a.buf.cols);
+        check(cudaMemcpy2DAsync(a.flags + base, bc, d.flags + base, bc, static_cast<size_t>(own.cols),
+                                static_cast<size_t>(own.rows), cudaMemcpyDeviceToHost, st),
+              "download flags");
     }
 
     int64_t local_of_root(int64_t root) const {
@@ -269,8 +319,10 @@ struct StreamBuffer {
 
 void Region::place_cuts(std::span<const Cut> cuts) {
     Impl& m = *impl_;
+    m.need_flags();
     block_invalid_edges(m.d, m.own, m.s);
     rasterise_host_cuts(m.d, m.own, cuts, m.s);
+    m.download_cut_bits_async();
 }
 
 MatchStats Region::match_alone(int64_t max_distance, std::vector<Residue>* residues_out,
@@ -293,6 +345,7 @@ MatchStats Region::match_alone(int64_t max_distance, std::vector<Residue>* resid
     }
     stage("residues");
 
+    m.need_flags();
     block_invalid_edges(m.d, m.own, m.s);  // before any cut bit is set (place_cuts' order)
     std::vector<Residue> left;
     {
@@ -333,6 +386,7 @@ MatchStats Region::match_alone(int64_t max_distance, std::vector<Residue>* resid
     stage("matching");
 
     rasterise_host_cuts(m.d, m.own, cuts, m.s);
+    m.download_cut_bits_async();
     stage("rasterise");
     return st;
 }
@@ -340,6 +394,7 @@ MatchStats Region::match_alone(int64_t max_distance, std::vector<Residue>* resid
 RegionComponents Region::union_find() {
     Impl& m = *impl_;
     RegionComponents out;
+    m.need_flags();
     out.conflicts = tile_union_find(m.d, m.own, m.nodes, m.s);
     std::vector<uint64_t> roots;
     component_records(m.d, m.own, m.nodes, roots, m.s);
@@ -404,6 +459,9 @@ void Region::apply(const ComponentAssignment& as) {
     const size_t npx = static_cast<size_t>(m.own.size());
     if (!m.label) m.label = device_alloc<uint32_t>(npx, m.s, m.pooled, "allocate labels");
     if (m.a.cycles && !m.cycles) m.cycles = device_alloc<int32_t>(npx, m.s, m.pooled, "allocate cycles");
+    m.need_flags();
+    // Root marks go into the flags: not before the cut bits have left for the host.
+    if (m.cuts_downloading) check(cudaStreamWaitEvent(m.s, m.cuts_down, 0), "cudaStreamWaitEvent (cuts down)");
     if (n > 0) {
         constexpr size_t kChunk = size_t{1} << 20;  // 16 MiB of records per upload
         const size_t chunk = std::min(n, kChunk);
@@ -427,34 +485,61 @@ void Region::apply(const ComponentAssignment& as) {
         }
         check(cudaFreeAsync(d_recs, m.s), "cudaFreeAsync apply records");
     }
-    apply_offsets(m.d, m.own, m.nodes, m.label, m.cycles, m.s);
-    check(cudaStreamSynchronize(m.s), "apply (sync)");
+    // Row bands of at least 2048 rows, at most 8: each band's download (finish) starts when it is done.
+    const int64_t bands = std::clamp<int64_t>(m.own.rows / 2048, 1, 8);
+    m.band_rows.assign(1, 0);
+    for (int64_t b = 1; b <= bands; ++b) m.band_rows.push_back(m.own.rows * b / bands);
+    while (m.band_done.size() < static_cast<size_t>(bands)) {
+        cudaEvent_t e = nullptr;
+        check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (band)");
+        m.band_done.push_back(e);
+    }
+    for (int64_t b = 0; b < bands; ++b) {
+        apply_offsets(m.d, m.own, m.band_rows[b], m.band_rows[b + 1], m.nodes, m.label, m.cycles, m.s);
+        check(cudaEventRecord(m.band_done[static_cast<size_t>(b)], m.s), "cudaEventRecord (band)");
+    }
     m.applied = true;
 }
 
 void Region::finish() {
     Impl& m = *impl_;
     const Window& o = m.own;
-    const int64_t base = m.a.index(o.row0, o.col0);
     const size_t bc = static_cast<size_t>(m.a.buf.cols), oc = static_cast<size_t>(o.cols);
-    const size_t rows = static_cast<size_t>(o.rows);
-    // Cut bits, as the CPU leaves them in a.flags (the /branch_cuts output reads them).
-    check(cudaMemcpy2DAsync(m.a.flags + base, bc, m.d.flags + base, bc, oc, rows, cudaMemcpyDeviceToHost, m.s),
-          "finish (download flags)");
+    const cudaStream_t cs = m.copies();
     if (m.applied) {
-        check(cudaMemcpy2DAsync(m.a.phase + base, bc * sizeof(float), m.d.phase + base, bc * sizeof(float),
-                                oc * sizeof(float), rows, cudaMemcpyDeviceToHost, m.s),
-              "finish (download unwrapped phase)");
-        if (m.a.label)
-            check(cudaMemcpy2DAsync(m.a.label + base, bc * sizeof(uint32_t), m.label, oc * sizeof(uint32_t),
-                                    oc * sizeof(uint32_t), rows, cudaMemcpyDeviceToHost, m.s),
-                  "finish (download labels)");
-        if (m.a.cycles)
-            check(cudaMemcpy2DAsync(m.a.cycles + base, bc * sizeof(int32_t), m.cycles, oc * sizeof(int32_t),
-                                    oc * sizeof(int32_t), rows, cudaMemcpyDeviceToHost, m.s),
-                  "finish (download cycles)");
+        // Band by band, each as soon as apply has written it (the copy stream waits on its event).
+        for (size_t b = 0; b + 1 < m.band_rows.size(); ++b) {
+            const int64_t y0 = m.band_rows[b], rows = m.band_rows[b + 1] - y0;
+            if (rows <= 0) continue;
+            if (m.cs) check(cudaStreamWaitEvent(cs, m.band_done[b], 0), "cudaStreamWaitEvent (band)");
+            const int64_t base = m.a.index(o.row0 + y0, o.col0);
+            const size_t l0 = static_cast<size_t>(y0) * oc;
+            check(cudaMemcpy2DAsync(m.a.phase + base, bc * sizeof(float), m.d.phase + base, bc * sizeof(float),
+                                    oc * sizeof(float), static_cast<size_t>(rows), cudaMemcpyDeviceToHost, cs),
+                  "finish (download unwrapped phase)");
+            if (m.a.label)
+                check(cudaMemcpy2DAsync(m.a.label + base, bc * sizeof(uint32_t), m.label + l0, oc * sizeof(uint32_t),
+                                        oc * sizeof(uint32_t), static_cast<size_t>(rows), cudaMemcpyDeviceToHost, cs),
+                      "finish (download labels)");
+            if (m.a.cycles)
+                check(cudaMemcpy2DAsync(m.a.cycles + base, bc * sizeof(int32_t), m.cycles + l0, oc * sizeof(int32_t),
+                                        oc * sizeof(int32_t), static_cast<size_t>(rows), cudaMemcpyDeviceToHost, cs),
+                      "finish (download cycles)");
+        }
     }
+    // Cut bits, as the CPU leaves them in a.flags (the /branch_cuts output reads them): already
+    // on their way since the cuts were placed, else now (after apply has cleared its root marks).
+    if (!m.cuts_downloading) {
+        m.need_flags();
+        if (m.cs) {
+            check(cudaEventRecord(m.cuts_down, m.s), "cudaEventRecord (finish)");
+            check(cudaStreamWaitEvent(cs, m.cuts_down, 0), "cudaStreamWaitEvent (finish)");
+        }
+        m.copy_flags_down(cs);
+    }
+    check(cudaStreamSynchronize(cs), "finish (sync copies)");
     check(cudaStreamSynchronize(m.s), "finish (sync)");
+    m.cuts_downloading = false;
     for (void** p : {reinterpret_cast<void**>(&m.label), reinterpret_cast<void**>(&m.cycles)})
         if (*p) {
             device_free(*p, m.s, m.pooled);
