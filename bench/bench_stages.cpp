@@ -105,8 +105,9 @@ Run run(const SynthScene& s, Backend backend, int64_t tile, Buffers& b, bool cyc
 #ifdef TESSERA_HAVE_CUDA
 // Device-resident (issue 5's first target): the phase and flags already on the device ->
 // cycles, labels and unwrapped phase on the device, every stage synchronised before its clock
-// is read. The Region takes its input by a device copy (DeviceInput), counted here.
+// is read. The Region works in the device phase (DeviceInput::in_place) and copies the flags.
 struct Resident {
+    float* wrapped = nullptr;  // pristine input; phase is the run's scratch (DeviceInput::in_place)
     float* phase = nullptr;
     uint8_t* flags = nullptr;
     explicit Resident(const SynthScene& s) {
@@ -118,13 +119,14 @@ struct Resident {
             ph[i] = ok ? s.wrapped[i] : 0.0f;
             fl[i] = ok ? 0 : kInvalid;
         }
-        if (cudaMalloc(reinterpret_cast<void**>(&phase), n * 4) != cudaSuccess ||
+        if (cudaMalloc(reinterpret_cast<void**>(&wrapped), n * 4) != cudaSuccess ||
+            cudaMalloc(reinterpret_cast<void**>(&phase), n * 4) != cudaSuccess ||
             cudaMalloc(reinterpret_cast<void**>(&flags), n) != cudaSuccess ||
-            cudaMemcpy(phase, ph.data(), n * 4, cudaMemcpyHostToDevice) != cudaSuccess ||
+            cudaMemcpy(wrapped, ph.data(), n * 4, cudaMemcpyHostToDevice) != cudaSuccess ||
             cudaMemcpy(flags, fl.data(), n, cudaMemcpyHostToDevice) != cudaSuccess)
             throw std::runtime_error("bench: device buffers for the resident run");
     }
-    ~Resident() { cudaFree(phase), cudaFree(flags); }
+    ~Resident() { cudaFree(wrapped), cudaFree(phase), cudaFree(flags); }
     Resident(const Resident&) = delete;
     Resident& operator=(const Resident&) = delete;
 };
@@ -137,6 +139,7 @@ Run run_resident(const SynthScene& s, int64_t tile, Buffers& b, const Resident& 
     Comm comm = Comm::alone();
     UnwrapParams p;
     p.backend = Backend::kCuda;
+    cudaMemcpy(d.phase, d.wrapped, static_cast<size_t>(s.rows * s.cols) * 4, cudaMemcpyDeviceToDevice);
     cudaDeviceSynchronize();
     auto t = std::chrono::steady_clock::now();
     const auto t0 = t;
@@ -147,8 +150,8 @@ Run run_resident(const SynthScene& s, int64_t tile, Buffers& b, const Resident& 
         t = now;
     };
     {
-        cuda::Region region(a, grid.own(0), grid.tiles, cuda::Region::DeviceInput{d.phase, d.flags, nullptr});
-        stage("upload");  // the device copy of the input
+        cuda::Region region(a, grid.own(0), grid.tiles, cuda::Region::DeviceInput{d.phase, d.flags, nullptr, true});
+        stage("upload");  // the Region taking its input: a device copy of the flags
         (void)run_unwrap_stages(region, grid, comm, p, nullptr, stage);
         out.total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }

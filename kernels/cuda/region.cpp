@@ -69,6 +69,20 @@ void keep_pool_memory() {
     if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess) (void)cudaGetLastError();
 }
 
+// Whether any byte of p[0, n) is non-zero, on the host's threads.
+bool any_set(const uint8_t* p, size_t n) {
+    const int64_t words = static_cast<int64_t>(n / 8);
+    uint64_t acc = 0;
+#pragma omp parallel for reduction(| : acc) schedule(static)
+    for (int64_t i = 0; i < words; ++i) {
+        uint64_t w;
+        std::memcpy(&w, p + static_cast<size_t>(i) * 8, 8);
+        acc |= w;
+    }
+    for (size_t i = static_cast<size_t>(words) * 8; i < n; ++i) acc |= p[i];
+    return acc != 0;
+}
+
 bool pinning_enabled() {
     const char* e = std::getenv("TESSERA_CUDA_PIN");
     return !(e && std::strcmp(e, "0") == 0);
@@ -90,6 +104,7 @@ struct Region::Impl {
 
     bool own_stream = true;
     bool pooled = false;  // device input: a frame (device_alloc)
+    bool phase_in_place = false;  // d.phase is DeviceInput's (in_place), not freed here
 
     // A scene's copies run on a second stream beside the kernels' (a frame's stay on s): the
     // flags go up while residues and matching need only the phase; the cut bits come down
@@ -130,13 +145,15 @@ struct Region::Impl {
             d.H = a.H;
             d.W = a.W;
             d.buf = b;
-            d.phase = device_alloc<float>(nb, s, pooled, "allocate phase");
+            phase_in_place = in && in->in_place;
+            d.phase = phase_in_place ? const_cast<float*>(in->phase) : device_alloc<float>(nb, s, pooled, "allocate phase");
             d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, s, pooled, "allocate flags");
             nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), s, pooled, "allocate union-find nodes");
             if (in) {  // already on the device, in stream order
                 check(cudaMemsetAsync(d.flags, 0, (nb + 3) / 4 * 4, s), "cudaMemset flags");
-                check(cudaMemcpyAsync(d.phase, in->phase, nb * sizeof(float), cudaMemcpyDeviceToDevice, s),
-                      "copy device phase");
+                if (!phase_in_place)
+                    check(cudaMemcpyAsync(d.phase, in->phase, nb * sizeof(float), cudaMemcpyDeviceToDevice, s),
+                          "copy device phase");
                 if (in->flags)
                     check(cudaMemcpyAsync(d.flags, in->flags, nb, cudaMemcpyDeviceToDevice, s), "copy device flags");
             } else {
@@ -144,8 +161,14 @@ struct Region::Impl {
                 check(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking), "cudaStreamCreate (copies)");
                 check(cudaEventCreateWithFlags(&flags_up, cudaEventDisableTiming), "cudaEventCreate");
                 check(cudaEventCreateWithFlags(&cuts_down, cudaEventDisableTiming), "cudaEventCreate");
-                if (nb % 4) check(cudaMemsetAsync(d.flags + nb, 0, 4 - nb % 4, cs), "cudaMemset flags padding");
-                check(cudaMemcpyAsync(d.flags, a.flags, nb, cudaMemcpyHostToDevice, cs), "upload flags");
+                // No flag set (no nodata, mask or coherence threshold: the common case) needs no
+                // upload: the host looks while the phase travels, and the device clears instead.
+                if (any_set(a.flags, nb)) {
+                    if (nb % 4) check(cudaMemsetAsync(d.flags + nb, 0, 4 - nb % 4, cs), "cudaMemset flags padding");
+                    check(cudaMemcpyAsync(d.flags, a.flags, nb, cudaMemcpyHostToDevice, cs), "upload flags");
+                } else {
+                    check(cudaMemsetAsync(d.flags, 0, (nb + 3) / 4 * 4, cs), "cudaMemset flags");
+                }
                 check(cudaEventRecord(flags_up, cs), "cudaEventRecord (flags up)");
                 check(cudaStreamSynchronize(s), "upload (sync)");  // the phase; the flags may still travel
             }
@@ -176,6 +199,7 @@ struct Region::Impl {
         if (s) (void)cudaStreamSynchronize(s);
         for (void* p : pinned) (void)cudaHostUnregister(p);
         pinned.clear();
+        if (phase_in_place) d.phase = nullptr;  // the caller's
         for (void* p : {static_cast<void*>(d.phase), static_cast<void*>(d.flags), static_cast<void*>(nodes),
                         static_cast<void*>(label), static_cast<void*>(cycles)})
             device_free(p, s, pooled);

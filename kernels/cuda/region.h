@@ -49,6 +49,9 @@ public:
         const float* phase = nullptr;
         const uint8_t* flags = nullptr;  // null: every pixel reliable (flags 0)
         void* stream = nullptr;
+        // The phase is the caller's scratch: the Region works in it (no copy; u lands there, and
+        // it must outlive the Region). The flags are copied all the same (cut bits need padding).
+        bool in_place = false;
     };
     Region(const RegionArrays& a, const Window& own, const TileGrid& grid, const DeviceInput& in);
     ~Region();

@@ -28,6 +28,7 @@
 #include "partition/rank_grid.h"
 #include "src/synth.h"
 #include "src/unwrap_region.h"
+#include "src/unwrap_stages.h"
 
 #define SKIP_WITHOUT_GPU()                                                                                        \
     do {                                                                                                          \
@@ -630,9 +631,54 @@ TEST(CudaVsCpuRandom, OneRankDevicePathWithPhaseBLeftovers) {
                 ASSERT_TRUE(x.id == y.id && x.r == y.r && x.c == y.c && x.sign == y.sign) << "residue " << i << " differs";
             }
             EXPECT_GT(c.stats.residues, 100);
-            if (D == 1) EXPECT_GT(c.stats.leftovers, 10) << "D = 1 must leave residues to phase B";
+            if (D == 1) {
+                EXPECT_GT(c.stats.leftovers, 10) << "D = 1 must leave residues to phase B";
+            }
         }
     }
+}
+
+// A device-resident caller hands the Region its phase to work in (DeviceInput::in_place): the
+// result must be the host-input Region's, and u must land in the caller's buffer.
+TEST(CudaVsCpuRandom, DeviceInputInPlaceEqualsHostInput) {
+    SKIP_WITHOUT_GPU();
+    const Image im = random_image(150, 173, 77, Kind::kFringes, 0.03, 0.05);
+    const size_t n = im.phase.size();
+    Result h, d;
+    for (Result* r : {&h, &d}) {
+        r->u = im.phase;
+        r->flags = im.flags;
+        r->label.assign(n, 0);
+        r->k.assign(n, 0);
+    }
+    UnwrapParams p;
+    p.min_component_size = 3;
+    p.backend = Backend::kCuda;
+    RegionArrays ah{im.H, im.W, Window{0, 0, im.H, im.W}, h.u.data(), h.flags.data(), h.label.data(), h.k.data()};
+    h.stats = unwrap_image(ah, 32, p);
+
+    float* d_phase = nullptr;
+    uint8_t* d_flags = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_phase), n * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_flags), n), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_phase, im.phase.data(), n * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_flags, im.flags.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+    RegionArrays ad{im.H, im.W, Window{0, 0, im.H, im.W}, d.u.data(), d.flags.data(), d.label.data(), d.k.data()};
+    RankGrid grid;
+    grid.tiles = TileGrid(im.H, im.W, 32);
+    Comm alone = Comm::alone();
+    {
+        cuda::Region region(ad, grid.own(0), grid.tiles, cuda::Region::DeviceInput{d_phase, d_flags, nullptr, true});
+        d.stats = run_unwrap_stages(region, grid, alone, p, nullptr, [](const char*) {});
+        region.finish();
+    }
+    std::vector<float> u_dev(n);
+    ASSERT_EQ(cudaMemcpy(u_dev.data(), d_phase, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(d_phase);
+    cudaFree(d_flags);
+    expect_same_result(h, d, im.W);
+    EXPECT_TRUE(same_bytes(u_dev.data(), h.u.data(), n * sizeof(float))) << "u did not land in the caller's buffer";
+    EXPECT_GT(h.stats.residues, 0);
 }
 
 // ---------------------------------------------------------------------------------------
