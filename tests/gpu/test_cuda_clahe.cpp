@@ -25,25 +25,10 @@
 #include "kernels/cuda/clahe.h"
 #include "kernels/cuda/device_buffer.h"
 #include "partition/comm.h"
+#include "support/gpu_skip.h"
 
 namespace tessera {
 namespace {
-
-int visible_gpus() {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return n;
-}
-
-#define SKIP_WITHOUT_GPU()                                                                                        \
-    do {                                                                                                          \
-        if (visible_gpus() == 0)                                                                                  \
-            GTEST_SKIP() << "no CUDA device visible: the CUDA backend tests need a GPU (cudaGetDeviceCount found " \
-                            "none or no driver)";                                                                 \
-    } while (0)
 
 // An H x W image of T stored with row stride W + pad (padding: values that would show if read).
 template <class T>

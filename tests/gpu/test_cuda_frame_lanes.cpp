@@ -14,18 +14,10 @@
 #include "src/frame_lanes.h"
 #include "support/frame_runs.h"
 #include "support/hologram_scene.h"
-
-#define SKIP_WITHOUT_GPU()                                                                                        \
-    do {                                                                                                          \
-        if (::tessera::cuda::device_count() == 0)                                                                 \
-            GTEST_SKIP() << "no CUDA device visible: the CUDA backend tests need a GPU (cudaGetDeviceCount found " \
-                            "none or no driver)";                                                                 \
-    } while (0)
+#include "support/gpu_skip.h"
 
 namespace tessera {
 namespace {
-
-
 
 TEST(CudaFrameLanes, BatchOverStreamsEqualsOneByOneAndTracksTheCpu) {
     SKIP_WITHOUT_GPU();

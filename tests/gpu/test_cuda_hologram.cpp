@@ -34,13 +34,7 @@
 #include "src/hologram_command.h"
 #include "support/cli.h"
 #include "support/hologram_scene.h"
-
-#define SKIP_WITHOUT_GPU()                                                                                        \
-    do {                                                                                                          \
-        if (::tessera::cuda::device_count() == 0)                                                                 \
-            GTEST_SKIP() << "no CUDA device visible: the CUDA hologram tests need a GPU (cudaGetDeviceCount found " \
-                            "none or no driver)";                                                                 \
-    } while (0)
+#include "support/gpu_skip.h"
 
 namespace tessera {
 namespace {

@@ -23,13 +23,7 @@
 #include "partition/comm.h"
 #include "partition/matching.h"
 #include "partition/rank_grid.h"
-
-#define SKIP_WITHOUT_GPU()                                                                                        \
-    do {                                                                                                          \
-        if (::tessera::cuda::device_count() == 0)                                                                 \
-            GTEST_SKIP() << "no CUDA device visible: the CUDA backend tests need a GPU (cudaGetDeviceCount found " \
-                            "none or no driver)";                                                                 \
-    } while (0)
+#include "support/gpu_skip.h"
 
 namespace tessera {
 namespace {

@@ -29,13 +29,7 @@
 #include "src/synth.h"
 #include "src/unwrap_region.h"
 #include "src/unwrap_stages.h"
-
-#define SKIP_WITHOUT_GPU()                                                                                        \
-    do {                                                                                                          \
-        if (::tessera::cuda::device_count() == 0)                                                                 \
-            GTEST_SKIP() << "no CUDA device visible: the CUDA backend tests need a GPU (cudaGetDeviceCount found " \
-                            "none or no driver)";                                                                 \
-    } while (0)
+#include "support/gpu_skip.h"
 
 namespace tessera {
 namespace {
