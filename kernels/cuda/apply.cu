@@ -26,38 +26,56 @@ __global__ void mark_kernel(DeviceArrays a, Window own, uint64_t* nodes, const D
     a.flags[off] = static_cast<uint8_t>(a.flags[off] | kRootMark);
 }
 
+// One pixel's final values (w: its word; rec: its root's, holding (label, offset)).
+__device__ __forceinline__ void apply_pixel(DeviceArrays& a, int64_t i, int64_t l, uint8_t f, uint64_t w, uint64_t rec,
+                                            uint32_t* label, int32_t* cycles) {
+    if (f & kUnreliable) {  // invalid or low coherence: NaN, label 0, k 0
+        a.phase[i] = __int_as_float(0x7fc00000);  // std::numeric_limits<float>::quiet_NaN()
+        label[l] = 0;
+        if (cycles) cycles[l] = 0;
+        return;
+    }
+    int32_t k;
+    if (f & kRootMark) {  // a root: k = 0 + offset
+        rec = w;
+        k = 0;
+        a.flags[i] = static_cast<uint8_t>(f & ~kRootMark);
+    } else {
+        k = dev::potential(w);
+    }
+    k += dev::potential(rec);
+    // Section 4: u = phi + 6.2831855f * k, float32, each operation rounded, no FMA.
+    a.phase[i] = __fadd_rn(a.phase[i], __fmul_rn(kTwoPiF, __int2float_rn(k)));
+    label[l] = dev::parent(rec);
+    if (cycles) cycles[l] = k;
+}
+
+// A warp takes kApplyRun consecutive pixels of a row, each thread every 32nd: all loads of a
+// thread are issued before its first use (memory-level parallelism for a bandwidth-bound pass).
+constexpr int kApplyPer = 4, kApplyRun = 32 * kApplyPer;
+
 __global__ void apply_kernel(DeviceArrays a, Window own, int64_t y0, int64_t y1, const uint64_t* nodes, uint32_t* label,
                              int32_t* cycles) {
-    const int64_t x = static_cast<int64_t>(blockIdx.x) * kBlockX + threadIdx.x;
-    if (x >= own.cols) return;
-    const float nan = __int_as_float(0x7fc00000);  // std::numeric_limits<float>::quiet_NaN()
+    const int64_t x0 = static_cast<int64_t>(blockIdx.x) * kApplyRun + threadIdx.x;
+    if (x0 >= own.cols) return;
     for (int64_t y = y0 + static_cast<int64_t>(blockIdx.y) * kBlockY + threadIdx.y; y < y1;
          y += static_cast<int64_t>(gridDim.y) * kBlockY) {
-        const int64_t i = a.index(own.row0 + y, own.col0 + x);
-        const int64_t l = y * own.cols + x;
-        const uint8_t f = a.flags[i];
-        if (f & kUnreliable) {  // invalid or low coherence: NaN, label 0, k 0
-            a.phase[i] = nan;
-            label[l] = 0;
-            if (cycles) cycles[l] = 0;
-            continue;
+        const int64_t i0 = a.index(own.row0 + y, own.col0 + x0);
+        const int64_t l0 = y * own.cols + x0;
+        uint8_t f[kApplyPer];
+        uint64_t w[kApplyPer], rec[kApplyPer];
+#pragma unroll
+        for (int j = 0; j < kApplyPer; ++j) {
+            const bool in = x0 + 32 * j < own.cols;
+            f[j] = in ? a.flags[i0 + 32 * j] : kUnreliable;
+            w[j] = in && !(f[j] & kUnreliable) ? nodes[l0 + 32 * j] : 0;
         }
-        const uint64_t w = nodes[l];
-        int32_t k;
-        uint64_t rec;
-        if (f & kRootMark) {  // a root: k = 0 + offset
-            rec = w;
-            k = 0;
-            a.flags[i] = static_cast<uint8_t>(f & ~kRootMark);
-        } else {
-            rec = nodes[dev::parent(w)];
-            k = dev::potential(w);
-        }
-        k += dev::potential(rec);
-        // Section 4: u = phi + 6.2831855f * k, float32, each operation rounded, no FMA.
-        a.phase[i] = __fadd_rn(a.phase[i], __fmul_rn(kTwoPiF, __int2float_rn(k)));
-        label[l] = dev::parent(rec);
-        if (cycles) cycles[l] = k;
+#pragma unroll
+        for (int j = 0; j < kApplyPer; ++j)
+            rec[j] = (f[j] & (kUnreliable | kRootMark)) ? w[j] : nodes[dev::parent(w[j])];
+#pragma unroll
+        for (int j = 0; j < kApplyPer; ++j)
+            if (x0 + 32 * j < own.cols) apply_pixel(a, i0 + 32 * j, l0 + 32 * j, f[j], w[j], rec[j], label, cycles);
     }
 }
 
@@ -75,7 +93,7 @@ void mark_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const
 void apply_offsets(const DeviceArrays& a, const Window& own, int64_t y0, int64_t y1, const uint64_t* nodes,
                    uint32_t* label, int32_t* cycles, cudaStream_t s) {
     if (own.cols <= 0 || y1 <= y0) return;
-    const Window band{own.row0 + y0, own.col0, y1 - y0, own.cols};
+    const Window band{own.row0 + y0, own.col0, y1 - y0, (own.cols + kApplyPer - 1) / kApplyPer};
     apply_kernel<<<pixel_grid(band), dim3(kBlockX, kBlockY), 0, s>>>(a, own, y0, y1, nodes, label, cycles);
     check(cudaGetLastError(), "apply_offsets (launch)");
 }
