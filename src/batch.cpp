@@ -1,22 +1,29 @@
-// Batches of frames over MPI ranks (issue item 4); see batch.h.
+// Batches of frames over MPI ranks and frame lanes (issue item 4); see batch.h.
 #include "src/batch.h"
 
 #include <CLI/CLI.hpp>
 #include <glob.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <system_error>
+#include <utility>
 
 #include "io/geotiff_writer.h"
+#include "io/hdf5_writer.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "io/raster_reader.h"
+#include "src/frame_lanes.h"
 #include "src/hologram_command.h"
 
 namespace tessera {
@@ -105,7 +112,116 @@ void prepare_output_directory(MPI_Comm comm, const std::string& dir) {
     agree_on_first_error(comm, msg.empty() ? -1 : 0, msg);
 }
 
+int default_lanes(Backend backend) { return backend == Backend::kCuda ? 4 : 1; }
+
+std::pair<int, int> node_local_rank(MPI_Comm comm) {
+    int rank = 0, local_rank = 0, local_size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm node;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local_rank);
+    MPI_Comm_size(node, &local_size);
+    MPI_Comm_free(&node);
+    return {local_rank, local_size};
+}
+
+std::string lanes_unsupported(const UnwrapOptions& base, const FrameBatchOptions& frames) {
+    if (!frames.from_hologram) return "wrapped-phase inputs";
+    const std::pair<bool, const char*> needs[] = {
+        {!frames.hologram_reference.empty(), "--hologram-reference"},
+        {!base.coherence.empty(), "--coherence"},
+        {!base.mask.empty(), "--mask"},
+        {!base.geotiff.empty(), "--geotiff"},
+        {!base.quicklook.empty(), "--quicklook"},
+        {base.save_cycles, "--save-cycles"},
+        {base.save_residues, "--save-residues"},
+        {base.save_cuts, "--save-cuts"},
+    };
+    for (const auto& [on, name] : needs)
+        if (on) return name;
+    return "";
+}
+
+void FrameFailures::add(int64_t index, const std::string& message, bool print) {
+    if (print) std::fprintf(stderr, "tessera: frame %lld failed: %s\n", static_cast<long long>(index), message.c_str());
+    if (first < 0 || index < first) first = index, first_message = message;
+    ++count;
+}
+
+void FrameFailures::agree(MPI_Comm comm, int64_t n) const {
+    int64_t total = 0;
+    MPI_Allreduce(&count, &total, 1, MPI_INT64_T, MPI_SUM, comm);
+    if (total == 0) return;
+    agree_on_first_error(comm, first,
+                         total == 1 ? first_message
+                                    : std::to_string(total) + " of " + std::to_string(n) +
+                                          " frames failed; the first: " + first_message);
+}
+
+std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> frames_by_size(const std::vector<RasterInfo>& info,
+                                                                           int rank, int P) {
+    std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> groups;
+    for (auto i = static_cast<int64_t>(rank); i < static_cast<int64_t>(info.size()); i += P)
+        groups[{info[static_cast<size_t>(i)].rows, info[static_cast<size_t>(i)].cols}].push_back(i);
+    return groups;
+}
+
+void run_input_frames(const std::vector<std::string>& inputs, const std::vector<int64_t>& idx, int64_t rows,
+                      int64_t cols, int band, const FrameOptions& opt, const FrameWriter& write,
+                      FrameFailures& failures, bool print) {
+    using clock = std::chrono::steady_clock;
+    // Per frame of idx: set by its lane's source, then by the sink (after the source, on that lane
+    // or handed over under a lock), read here after run_frames has joined the lanes.
+    enum State : uint8_t { kWaiting, kStarted, kWritten, kFailed };
+    std::vector<uint8_t> state(idx.size(), kWaiting);
+    std::vector<clock::time_point> started(idx.size());
+    std::vector<std::string> why(idx.size());
+    const FrameSource source = [&](int64_t k, float* buffer) -> const float* {
+        const auto ku = static_cast<size_t>(k);
+        const std::string& in = inputs[static_cast<size_t>(idx[ku])];
+        state[ku] = kStarted, started[ku] = clock::now();
+        try {
+            RasterReader r(in, band);
+            if (r.info().rows != rows || r.info().cols != cols) throw InputError(in, "size changed while the batch ran");
+            r.read_float(Window{0, 0, rows, cols}, buffer, cols);
+            return buffer;
+        } catch (const InputError& e) {
+            state[ku] = kFailed, why[ku] = e.what();
+            return nullptr;  // no output for this frame; its lane goes on
+        }
+    };
+    const FrameSink sink = [&](const FrameView& v) {
+        const auto ku = static_cast<size_t>(v.index);
+        try {
+            write(idx[ku], v, std::chrono::duration<double>(clock::now() - started[ku]).count());
+            state[ku] = kWritten;
+        } catch (const InputError& e) {
+            state[ku] = kFailed, why[ku] = e.what();  // writers leave no partial file (temporary name)
+        }
+    };
+    std::string chain_error;
+    try {
+        run_frames(static_cast<int64_t>(idx.size()), rows, cols, opt, source, sink);
+    } catch (const std::invalid_argument& e) {
+        chain_error = e.what();  // tessera::demodulate refused a frame
+    }
+    // Started but neither written nor failed: its chain threw (the lowest one is the error
+    // run_frames rethrew); still waiting: after such a frame on its lane.
+    bool first_thrown = true;
+    for (size_t k = 0; k < idx.size(); ++k) {
+        const std::string& in = inputs[static_cast<size_t>(idx[k])];
+        if (state[k] == kFailed) failures.add(idx[k], why[k], print);
+        if (state[k] == kStarted)
+            failures.add(idx[k], in + ": " + (std::exchange(first_thrown, false) ? chain_error : "failed on its lane"),
+                         print);
+        if (state[k] == kWaiting)
+            failures.add(idx[k], in + ": not processed (an earlier frame on its lane failed)", print);
+    }
+}
+
 namespace {
+
+using clock = std::chrono::steady_clock;
 
 // Removes a temporary file when leaving the scope, however it is left.
 struct RemoveOnExit {
@@ -125,14 +241,174 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
     return s;
 }
 
+double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+
 constexpr int kRec = 7;  // rows cols residues components conflicts hologram_seconds seconds
+
+// One rank's share of a batch: a record per frame (zeros for other ranks' frames) and its failures.
+struct FrameTally {
+    explicit FrameTally(int64_t n) : rec(static_cast<size_t>(n) * kRec, 0.0) {}
+    double* at(int64_t i) { return &rec[static_cast<size_t>(i) * kRec]; }
+    std::vector<double> rec;
+    int64_t conflicts = 0;
+    FrameFailures failures;
+};
+
+// What one rank needs to run its frames.
+struct RankFrames {
+    const std::vector<std::string>& inputs;
+    const std::vector<std::string>& outs;
+    const std::vector<RasterInfo>& info;  // headers of this rank's frames (checked before any work)
+    const UnwrapOptions& base;
+    const FrameBatchOptions& frames;
+    HologramDemodulator* demod;  // --from-hologram
+    int rank, P;
+};
+
+// Each frame alone through run_unwrap(MPI_COMM_SELF); a hologram through a temporary phase GeoTIFF.
+FrameTally unwrap_one_by_one(const RankFrames& f) {
+    const auto N = static_cast<int64_t>(f.inputs.size());
+    FrameTally t(N);
+    HologramDemodulator::Frame frame;
+    for (int64_t i = f.rank; i < N; i += f.P) {
+        const auto tf = clock::now();
+        const std::string& in = f.inputs[static_cast<size_t>(i)];
+        UnwrapOptions opt = f.base;
+        opt.output = f.outs[static_cast<size_t>(i)];
+        opt.rank_grid.clear();  // one rank per frame
+        opt.quiet = true;
+        opt.input = in;
+        RemoveOnExit tmp;
+        double holo_s = 0;
+        try {
+            if (f.demod) {
+                // Demodulated phase -> a temporary uncompressed GeoTIFF next to the output -> run_unwrap.
+                tmp.path = opt.output + ".wrapped.tmp.tif";
+                f.demod->run(in, frame, false);
+                GeoRef geo;
+                geo.has_geotransform = frame.info.has_geotransform;
+                geo.geotransform = frame.info.geotransform;
+                geo.projection_wkt = frame.info.projection_wkt;
+                geo.compress = false;
+                write_geotiff_f32(tmp.path, frame.info.rows, frame.info.cols, frame.phase.data(), geo, std::nullopt);
+                opt.input = tmp.path;
+                opt.band = 1;
+                holo_s = since(tf);
+            }
+            const UnwrapReport r = run_unwrap(opt, MPI_COMM_SELF);
+            double* x = t.at(i);
+            x[0] = static_cast<double>(r.rows);
+            x[1] = static_cast<double>(r.cols);
+            x[2] = static_cast<double>(r.residues);
+            x[3] = static_cast<double>(r.components);
+            x[4] = static_cast<double>(r.conflicts);
+            x[5] = holo_s;
+            t.conflicts += r.conflicts;
+        } catch (const InputError& e) {
+            // Name the hologram, not the temporary phase file.
+            const std::string m = tmp.path.empty() ? e.what() : replace_all(e.what(), tmp.path, in + " (demodulated)");
+            t.failures.add(i, m, N > 1);
+            continue;
+        }
+        t.at(i)[6] = since(tf);
+    }
+    return t;
+}
+
+// run_unwrap's output (src/unwrap_pipeline.cpp) for a frame unwrapped on a lane: the same
+// datasets, chunks, filters and attributes, but for the per-stage times the lane does not keep.
+void write_lane_frame(const std::string& path, const std::string& input, const RasterInfo& info,
+                      const UnwrapOptions& o, const FrameView& v) {
+    const int64_t n = v.rows * v.cols;
+    int64_t valid = 0;  // the hologram's phase is valid everywhere; u is NaN exactly at invalid pixels
+    for (int64_t i = 0; i < n; ++i) valid += !std::isnan(v.u[i]);
+    const RegionStats& st = v.stats;
+    const double nan = std::nan("");
+    const Window all{0, 0, v.rows, v.cols};
+    Hdf5Writer out(path, MPI_COMM_SELF, v.rows, v.cols);
+    out.set_deflate(o.compress_phase);
+    out.write_f32("unwrapped_phase", all, v.u, v.cols,
+                  {{"units", std::string("radians")},
+                   {"description", std::string("unwrapped phase u = phi + 2 pi k; NaN where invalid")},
+                   {"_FillValue", nan}});
+    out.set_deflate(1);
+    out.write_u32("connected_components", all, v.label, v.cols,
+                  {{"description", std::string("connected component 1..N by size descending; 0 = invalid, low "
+                                               "coherence or small component")}});
+    out.write_attributes({
+        {"software", std::string("tessera ") + TESSERA_VERSION},
+        {"algorithm", std::string("residues + exact greedy branch cuts + weighted union-find (ARCHITECTURE.md)")},
+        {"input", input},
+        {"coherence", o.coherence},
+        {"mask", o.mask},
+        {"band", int64_t{o.band}},
+        {"rows", v.rows},
+        {"cols", v.cols},
+        {"tile_size", o.tile_size},
+        {"backend", std::string(o.backend == Backend::kCuda ? "cuda" : "cpu")},
+        {"compress_phase", int64_t{o.compress_phase}},
+        {"max_pair_distance", o.max_pair_distance},
+        {"min_component_size", o.min_component_size},
+        {"min_coherence", o.min_coherence},
+        {"reference_row", o.reference ? o.reference->first : int64_t{-1}},
+        {"reference_col", o.reference ? o.reference->second : int64_t{-1}},
+        {"ranks", int64_t{1}},
+        {"rank_grid", std::string("1x1")},
+        {"threads_per_rank", int64_t{omp_get_max_threads()}},
+        {"tiles", st.tiles},
+        {"valid_pixels", valid},
+        {"residues", st.residues},
+        {"matching_rounds", st.rounds},
+        {"phase_b_leftovers", st.leftovers},
+        {"pair_cuts", st.pairs},
+        {"ground_cuts", st.ground_cuts},
+        {"components", st.components},
+        {"labelled_components", st.labelled},
+        {"largest_component", st.largest},
+        {"conflicts", st.conflicts},
+        {"bytes_sent_max_rank", int64_t{0}},
+        {"bytes_sent_total", int64_t{0}},
+        {"geotransform", std::vector<double>(info.geotransform.begin(), info.geotransform.end())},
+        {"has_geotransform", int64_t{info.has_geotransform}},
+        {"projection", info.projection_wkt},
+        {"nodata", nan},
+    });
+    out.commit();
+}
+
+// The rank's holograms through run_frames, one call per frame size, written here
+// (sink_on_caller) as run_unwrap writes.
+FrameTally unwrap_on_lanes(const RankFrames& f, int lanes) {
+    const auto N = static_cast<int64_t>(f.inputs.size());
+    FrameTally t(N);
+    FrameOptions fo;
+    fo.hologram = f.frames.hologram;
+    fo.unwrap = UnwrapParams{f.base.max_pair_distance, f.base.min_component_size, f.base.reference, f.base.backend};
+    fo.tile_size = f.base.tile_size;
+    fo.background_degree = -1;  // unwrap keeps the background
+    fo.lanes = lanes;
+    fo.sink_on_caller = true;  // HDF5 is not thread-safe and writes through MPI-IO: one thread, one file at a time
+    const FrameWriter write = [&](int64_t i, const FrameView& v, double seconds) {
+        const auto iu = static_cast<size_t>(i);
+        write_lane_frame(f.outs[iu], f.inputs[iu], f.info[iu], f.base, v);
+        double* x = t.at(i);
+        x[0] = static_cast<double>(v.rows);
+        x[1] = static_cast<double>(v.cols);
+        x[2] = static_cast<double>(v.stats.residues);
+        x[3] = static_cast<double>(v.stats.components);
+        x[4] = static_cast<double>(v.stats.conflicts);
+        x[6] = seconds;
+        t.conflicts += v.stats.conflicts;
+    };
+    for (const auto& [size, idx] : frames_by_size(f.info, f.rank, f.P))
+        run_input_frames(f.inputs, idx, size.first, size.second, f.base.band, fo, write, t.failures, N > 1);
+    return t;
+}
 
 }  // namespace
 
 int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions& base, const std::string& out,
-                     bool from_hologram, const HologramParams& hologram, const std::string& hologram_reference,
-                     MPI_Comm comm, std::vector<UnwrapFrameReport>* reports) {
-    using clock = std::chrono::steady_clock;
+                     const FrameBatchOptions& frames, MPI_Comm comm, std::vector<UnwrapFrameReport>* reports) {
     const auto t0 = clock::now();
     int rank = 0, P = 1;
     MPI_Comm_rank(comm, &rank);
@@ -142,9 +418,16 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
     const std::vector<std::string> outs = batch_outputs(inputs, out, ".h5");
     std::error_code ec;
     const bool dir_mode = N > 1 || fs::is_directory(out, ec);
+    const std::string per_frame_reason = lanes_unsupported(base, frames);
+    const bool on_lanes = per_frame_reason.empty();
+    const int lanes = frames.lanes > 0 ? frames.lanes : default_lanes(base.backend);
+    // Lanes on the CUDA backend use the GPU of the rank's node-local index (collective: outside the checks).
+    const auto [local_rank, local_size] =
+        on_lanes && base.backend == Backend::kCuda ? node_local_rank(comm) : std::pair<int, int>{0, 1};
 
     // Checks before any work (section 7): options and outputs (index 0), each rank's frames.
     std::unique_ptr<HologramDemodulator> demod;
+    std::vector<RasterInfo> info(static_cast<size_t>(N));
     {
         int64_t bad = -1;
         std::string msg;
@@ -158,18 +441,38 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
                 if (!base.coherence.empty()) RasterReader(base.coherence, 1);
                 if (!base.mask.empty()) RasterReader(base.mask, 1);
             }
-            // The unwrap's backend demodulates too (kCuda: on the current or --device GPU).
-            if (from_hologram)
-                demod = std::make_unique<HologramDemodulator>(hologram, hologram_reference, base.band, base.backend,
-                                                              base.device);
+            // The unwrap's backend demodulates too (kCuda: on the current or --device GPU); this
+            // also refuses a backend the process cannot run.
+            if (frames.from_hologram)
+                demod = std::make_unique<HologramDemodulator>(frames.hologram, frames.hologram_reference, base.band,
+                                                              base.backend, base.device);
+            if (on_lanes) {  // what run_unwrap checks per frame, checked once here
+                if (base.tile_size < 2) throw InputError::everywhere("--tile-size must be at least 2");
+                if (base.max_pair_distance < 1) throw InputError::everywhere("--max-pair-distance must be at least 1");
+                if (base.backend == Backend::kCuda) {
+                    try {
+                        select_cuda_device(local_rank, local_size, base.device, /*share=*/true);
+                    } catch (const std::runtime_error& e) {
+                        throw InputError::everywhere(std::string("GPU: ") + e.what());
+                    }
+                }
+            }
         } catch (const InputError& e) {
             bad = 0;
             msg = e.what();
         }
         for (int64_t i = rank; bad < 0 && i < N; i += P) {
             try {
-                RasterReader r(inputs[static_cast<size_t>(i)], base.band);
+                const std::string& in = inputs[static_cast<size_t>(i)];
+                RasterReader r(in, base.band);
                 if (demod) demod->check(r.path(), r.info());
+                const RasterInfo& ri = r.info();
+                if (on_lanes && base.reference &&
+                    (base.reference->first < 0 || base.reference->first >= ri.rows || base.reference->second < 0 ||
+                     base.reference->second >= ri.cols))
+                    throw InputError(in, "reference pixel (" + std::to_string(base.reference->first) + ", " +
+                                             std::to_string(base.reference->second) + ") is outside the image");
+                info[static_cast<size_t>(i)] = ri;
             } catch (const InputError& e) {
                 bad = i + 1;
                 msg = e.what();
@@ -179,69 +482,14 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
     }
     if (dir_mode) prepare_output_directory(comm, out);  // created only for valid inputs
 
-    std::vector<double> rec(static_cast<size_t>(N) * kRec, 0.0);
-    int64_t first_failed = -1, failed = 0, conflicts = 0;
-    std::string first_msg;
-    HologramDemodulator::Frame frame;
-    for (int64_t i = rank; i < N; i += P) {
-        const auto tf = clock::now();
-        const std::string& in = inputs[static_cast<size_t>(i)];
-        UnwrapOptions opt = base;
-        opt.output = outs[static_cast<size_t>(i)];
-        opt.rank_grid.clear();  // one rank per frame
-        opt.quiet = true;
-        opt.input = in;
-        RemoveOnExit tmp;
-        double holo_s = 0;
-        try {
-            if (demod) {
-                // Demodulated phase -> a temporary uncompressed GeoTIFF next to the output -> run_unwrap.
-                tmp.path = opt.output + ".wrapped.tmp.tif";
-                demod->run(in, frame, false);
-                GeoRef geo;
-                geo.has_geotransform = frame.info.has_geotransform;
-                geo.geotransform = frame.info.geotransform;
-                geo.projection_wkt = frame.info.projection_wkt;
-                geo.compress = false;
-                write_geotiff_f32(tmp.path, frame.info.rows, frame.info.cols, frame.phase.data(), geo, std::nullopt);
-                opt.input = tmp.path;
-                opt.band = 1;
-                holo_s = std::chrono::duration<double>(clock::now() - tf).count();
-            }
-            const UnwrapReport r = run_unwrap(opt, MPI_COMM_SELF);
-            double* x = &rec[static_cast<size_t>(i) * kRec];
-            x[0] = static_cast<double>(r.rows);
-            x[1] = static_cast<double>(r.cols);
-            x[2] = static_cast<double>(r.residues);
-            x[3] = static_cast<double>(r.components);
-            x[4] = static_cast<double>(r.conflicts);
-            x[5] = holo_s;
-            conflicts += r.conflicts;
-        } catch (const InputError& e) {
-            // Name the hologram, not the temporary phase file.
-            const std::string m = tmp.path.empty() ? e.what() : replace_all(e.what(), tmp.path, in + " (demodulated)");
-            if (N > 1) std::fprintf(stderr, "tessera: frame %lld failed: %s\n", static_cast<long long>(i), m.c_str());
-            if (first_failed < 0) {
-                first_failed = i;
-                first_msg = m;
-            }
-            ++failed;
-            continue;
-        }
-        rec[static_cast<size_t>(i) * kRec + 6] = std::chrono::duration<double>(clock::now() - tf).count();
-    }
-    int64_t total_failed = 0;
-    MPI_Allreduce(&failed, &total_failed, 1, MPI_INT64_T, MPI_SUM, comm);
-    if (total_failed > 0)
-        agree_on_first_error(comm, first_failed,
-                             total_failed == 1 ? first_msg
-                                               : std::to_string(total_failed) + " of " + std::to_string(N) +
-                                                     " frames failed; the first: " + first_msg);
+    const RankFrames mine{inputs, outs, info, base, frames, demod.get(), rank, P};
+    FrameTally t = on_lanes ? unwrap_on_lanes(mine, lanes) : unwrap_one_by_one(mine);
+    t.failures.agree(comm, N);
     int64_t total_conflicts = 0;
-    MPI_Allreduce(&conflicts, &total_conflicts, 1, MPI_INT64_T, MPI_SUM, comm);
-    std::vector<double> all(rec.size(), 0.0);
-    MPI_Reduce(rec.data(), all.data(), static_cast<int>(rec.size()), MPI_DOUBLE, MPI_SUM, 0, comm);
-    double wall = std::chrono::duration<double>(clock::now() - t0).count();
+    MPI_Allreduce(&t.conflicts, &total_conflicts, 1, MPI_INT64_T, MPI_SUM, comm);
+    std::vector<double> all(t.rec.size(), 0.0);
+    MPI_Reduce(t.rec.data(), all.data(), static_cast<int>(t.rec.size()), MPI_DOUBLE, MPI_SUM, 0, comm);
+    double wall = since(t0);
     MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, comm);
 
     if (rank == 0) {
@@ -261,14 +509,19 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
             fr.push_back(f);
         }
         if (!base.quiet) {
-            std::printf("tessera unwrap: %lld frame(s)%s on %d rank(s), one rank per frame, %.3f s, %.2f frames/s\n",
-                        static_cast<long long>(N), from_hologram ? " from holograms" : "", P, wall,
-                        static_cast<double>(N) / wall);
+            const std::string how =
+                on_lanes ? std::to_string(lanes) + " lane(s) per rank, " +
+                               (base.backend == Backend::kCuda ? "cuda" : "cpu") + " backend"
+                         : "one rank per frame" + (frames.from_hologram ? ", no lanes (" + per_frame_reason + ")"
+                                                                         : std::string());
+            std::printf("tessera unwrap: %lld frame(s)%s on %d rank(s), %s, %.3f s, %.2f frames/s\n",
+                        static_cast<long long>(N), frames.from_hologram ? " from holograms" : "", P, how.c_str(),
+                        wall, static_cast<double>(N) / wall);
             for (const UnwrapFrameReport& f : fr) {
                 std::printf("  %s -> %s: %lldx%lld, residues %lld, components %lld", f.input.c_str(),
                             f.output.c_str(), static_cast<long long>(f.cols), static_cast<long long>(f.rows),
                             static_cast<long long>(f.residues), static_cast<long long>(f.components));
-                if (from_hologram) std::printf(", hologram %.3f s", f.hologram_seconds);
+                if (frames.from_hologram && !on_lanes) std::printf(", hologram %.3f s", f.hologram_seconds);
                 std::printf(", %.3f s\n", f.seconds);
             }
         }
@@ -277,13 +530,16 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
     return static_cast<int>(std::min<int64_t>(total_conflicts, std::numeric_limits<int>::max()));
 }
 
-HologramParams UnwrapBatchCli::hologram_params() const {
-    HologramParams p;
-    if (carrier.size() == 2) p.carrier = std::pair<int64_t, int64_t>{carrier[0], carrier[1]};
-    p.dc_exclusion = dc_radius;
-    p.filter_radius = filter_radius;
-    p.window = parse_window(window);
-    return p;
+FrameBatchOptions UnwrapBatchCli::frame_options() const {
+    FrameBatchOptions f;
+    f.from_hologram = from_hologram;
+    if (carrier.size() == 2) f.hologram.carrier = std::pair<int64_t, int64_t>{carrier[0], carrier[1]};
+    f.hologram.dc_exclusion = dc_radius;
+    f.hologram.filter_radius = filter_radius;
+    f.hologram.window = parse_window(window);
+    f.hologram_reference = hologram_reference;
+    f.lanes = lanes;
+    return f;
 }
 
 void add_unwrap_batch_options(CLI::App* unwrap, UnwrapBatchCli& cli) {
@@ -307,6 +563,13 @@ void add_unwrap_batch_options(CLI::App* unwrap, UnwrapBatchCli& cli) {
         ->needs(fh);
     unwrap->add_option("--hologram-reference", cli.hologram_reference,
                        "with --from-hologram: reference hologram (no sample) whose field is divided out")
+        ->needs(fh);
+    unwrap->add_option("--lanes", cli.lanes,
+                       "with --from-hologram: frames in flight per rank, each lane with its own plans and buffers "
+                       "(CUDA: its own stream) (default: 4 on the cuda backend, 1 on cpu; ignored with the options "
+                       "lanes do not provide: --hologram-reference, --coherence, --mask, --geotiff, --quicklook, "
+                       "--save-*)")
+        ->check(CLI::PositiveNumber)
         ->needs(fh);
 }
 

@@ -41,8 +41,11 @@ public:
             const size_t n = static_cast<size_t>(rows * cols);
             in_ = pinned<float>(n);
             u_ = pinned<float>(n);
-            flags_ = pinned<uint8_t>(n);
-            label_ = pinned<uint32_t>(n);
+            if (opt.demodulate_only && opt.amplitude) amplitude_ = pinned<float>(n);
+            if (!opt.demodulate_only) {
+                flags_ = pinned<uint8_t>(n);
+                label_ = pinned<uint32_t>(n);
+            }
         } catch (...) {
             release();
             throw;
@@ -55,10 +58,20 @@ public:
     void process(int64_t index, const FrameSource& source, const FrameSink& sink) override {
         cuda::check(cudaSetDevice(device_), "frame lane (cudaSetDevice)");  // per thread
         const float* src = source(index, in_);
+        if (!src) return;  // skipped by the source
         plan_->upload(src);
-        plan_->enqueue(opt_.hologram);
+        plan_->enqueue(opt_.hologram, false, amplitude_ != nullptr);
         FrameView v;
-        v.index = index, v.rows = rows_, v.cols = cols_, v.u = u_, v.label = label_;
+        v.index = index, v.rows = rows_, v.cols = cols_, v.u = u_;
+        if (opt_.demodulate_only) {
+            plan_->download(u_, amplitude_);
+            v.carrier = plan_->frame_info().carrier;  // synchronises: u_ and amplitude_ are complete
+            v.amplitude = amplitude_;
+            v.fit.degree = -1;
+            sink(v);
+            return;
+        }
+        v.label = label_;
         RegionArrays a{rows_, cols_, Window{0, 0, rows_, cols_}, u_, flags_, label_, nullptr};
         RankGrid grid;
         grid.tiles = TileGrid(rows_, cols_, opt_.tile_size);
@@ -85,10 +98,10 @@ private:
     void release() noexcept {
         if (s_) (void)cudaStreamSynchronize(s_);
         plan_.reset();
-        for (void* p : {static_cast<void*>(in_), static_cast<void*>(u_), static_cast<void*>(flags_),
-                        static_cast<void*>(label_)})
+        for (void* p : {static_cast<void*>(in_), static_cast<void*>(u_), static_cast<void*>(amplitude_),
+                        static_cast<void*>(flags_), static_cast<void*>(label_)})
             if (p) (void)cudaFreeHost(p);
-        in_ = u_ = nullptr;
+        in_ = u_ = amplitude_ = nullptr;
         flags_ = nullptr;
         label_ = nullptr;
         if (s_) (void)cudaStreamDestroy(s_);
@@ -100,7 +113,7 @@ private:
     int device_ = 0;
     cudaStream_t s_ = nullptr;
     std::unique_ptr<cuda::HologramPlan> plan_;
-    float *in_ = nullptr, *u_ = nullptr;
+    float *in_ = nullptr, *u_ = nullptr, *amplitude_ = nullptr;  // amplitude_: demodulate_only with amplitude
     uint8_t* flags_ = nullptr;
     uint32_t* label_ = nullptr;
 };

@@ -13,6 +13,7 @@
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "src/batch.h"
+#include "src/frame_lanes.h"
 
 namespace tessera {
 
@@ -122,6 +123,31 @@ std::vector<std::pair<std::string, std::string>> hologram_outputs(const std::vec
     return r;
 }
 
+namespace {
+
+constexpr int kRec = 7;  // rows cols carrier-row carrier-col |F| filter-radius seconds
+
+void record(double* r, int64_t rows, int64_t cols, const CarrierPeak& c, double radius, double seconds) {
+    r[0] = static_cast<double>(rows);
+    r[1] = static_cast<double>(cols);
+    r[2] = static_cast<double>(c.row);
+    r[3] = static_cast<double>(c.col);
+    r[4] = c.magnitude;
+    r[5] = radius;
+    r[6] = seconds;
+}
+
+GeoRef geo_of(const RasterInfo& info, bool compress) {
+    GeoRef geo;
+    geo.has_geotransform = info.has_geotransform;
+    geo.geotransform = info.geotransform;
+    geo.projection_wkt = info.projection_wkt;
+    geo.compress = compress;
+    return geo;
+}
+
+}  // namespace
+
 HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
@@ -136,17 +162,12 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
     const bool dir_mode = N > 1 || std::filesystem::is_directory(opt.output, ec);
 
     // The GPU of the rank's node-local index (collective, so outside the checks below).
-    int local_rank = 0, local_size = 1;
-    if (opt.backend == Backend::kCuda) {
-        MPI_Comm node;
-        MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-        MPI_Comm_rank(node, &local_rank);
-        MPI_Comm_size(node, &local_size);
-        MPI_Comm_free(&node);
-    }
+    const auto [local_rank, local_size] =
+        opt.backend == Backend::kCuda ? node_local_rank(comm) : std::pair<int, int>{0, 1};
 
     // Checks before any work: the backend, the reference (every rank reads it), each rank's own frames.
     std::unique_ptr<HologramDemodulator> demod;
+    std::vector<RasterInfo> info(static_cast<size_t>(N));
     {
         int64_t bad = -1;
         std::string msg;
@@ -171,6 +192,7 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
             try {
                 RasterReader r(inputs[static_cast<size_t>(i)], opt.band);
                 demod->check(r.path(), r.info());
+                info[static_cast<size_t>(i)] = r.info();
             } catch (const InputError& e) {
                 bad = i + 1;
                 msg = e.what();
@@ -180,61 +202,60 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
     }
     if (dir_mode) prepare_output_directory(comm, opt.output);  // created only for valid inputs
 
-    // The frames, round-robin over the ranks.
-    std::vector<double> rec(static_cast<size_t>(N) * 7, 0.0);  // rows cols crow ccol |F| radius seconds
-    int64_t first_failed = -1, failed = 0;
-    std::string first_msg;
-    HologramDemodulator::Frame f;
-    for (int64_t i = rank; i < N; i += P) {
-        const auto tf = clock::now();
-        const std::string& in = inputs[static_cast<size_t>(i)];
-        try {
-            demod->run(in, f, opt.save_field);
-            GeoRef geo;
-            geo.has_geotransform = f.info.has_geotransform;
-            geo.geotransform = f.info.geotransform;
-            geo.projection_wkt = f.info.projection_wkt;
-            geo.compress = opt.compress;
-            write_geotiff_f32(outs[static_cast<size_t>(i)].first, f.info.rows, f.info.cols, f.phase.data(), geo,
-                              std::nullopt);
-            if (opt.save_field)
-                write_geotiff_f32(outs[static_cast<size_t>(i)].second, f.info.rows, f.info.cols, f.amplitude.data(),
-                                  geo, std::nullopt);
-        } catch (const InputError& e) {
-            if (N > 1) std::fprintf(stderr, "tessera: frame %lld failed: %s\n", static_cast<long long>(i), e.what());
-            if (first_failed < 0) {
-                first_failed = i;
-                first_msg = e.what();
+    std::vector<double> rec(static_cast<size_t>(N) * kRec, 0.0);
+    FrameFailures failures;
+    const int lanes = opt.reference.empty() ? (opt.lanes > 0 ? opt.lanes : default_lanes(opt.backend)) : 1;
+    if (opt.reference.empty()) {
+        // The frames over the rank's lanes; each lane writes its frames' GeoTIFFs (GDAL is
+        // thread-safe for distinct datasets).
+        FrameOptions fo;
+        fo.hologram = opt.params;
+        fo.unwrap.backend = opt.backend;
+        fo.lanes = lanes;
+        fo.demodulate_only = true;
+        fo.amplitude = opt.save_field;
+        const FrameWriter write = [&](int64_t i, const FrameView& v, double seconds) {
+            const auto iu = static_cast<size_t>(i);
+            const GeoRef geo = geo_of(info[iu], opt.compress);
+            write_geotiff_f32(outs[iu].first, v.rows, v.cols, v.u, geo, std::nullopt);
+            if (opt.save_field) write_geotiff_f32(outs[iu].second, v.rows, v.cols, v.amplitude, geo, std::nullopt);
+            record(&rec[iu * kRec], v.rows, v.cols, v.carrier, filter_radius(opt.params, v.rows, v.cols, v.carrier),
+                   seconds);
+        };
+        for (const auto& [size, idx] : frames_by_size(info, rank, P))
+            run_input_frames(inputs, idx, size.first, size.second, opt.band, fo, write, failures, N > 1);
+    } else {
+        // Frame after frame: the demodulator keeps the reference's field.
+        HologramDemodulator::Frame f;
+        for (int64_t i = rank; i < N; i += P) {
+            const auto tf = clock::now();
+            const auto iu = static_cast<size_t>(i);
+            try {
+                demod->run(inputs[iu], f, opt.save_field);
+                const GeoRef geo = geo_of(f.info, opt.compress);
+                write_geotiff_f32(outs[iu].first, f.info.rows, f.info.cols, f.phase.data(), geo, std::nullopt);
+                if (opt.save_field)
+                    write_geotiff_f32(outs[iu].second, f.info.rows, f.info.cols, f.amplitude.data(), geo,
+                                      std::nullopt);
+            } catch (const InputError& e) {
+                failures.add(i, e.what(), N > 1);
+                continue;
             }
-            ++failed;
-            continue;
+            record(&rec[iu * kRec], f.info.rows, f.info.cols, f.carrier, f.filter_radius,
+                   std::chrono::duration<double>(clock::now() - tf).count());
         }
-        double* r = &rec[static_cast<size_t>(i) * 7];
-        r[0] = static_cast<double>(f.info.rows);
-        r[1] = static_cast<double>(f.info.cols);
-        r[2] = static_cast<double>(f.carrier.row);
-        r[3] = static_cast<double>(f.carrier.col);
-        r[4] = f.carrier.magnitude;
-        r[5] = f.filter_radius;
-        r[6] = std::chrono::duration<double>(clock::now() - tf).count();
     }
-    int64_t total_failed = 0;
-    MPI_Allreduce(&failed, &total_failed, 1, MPI_INT64_T, MPI_SUM, comm);
-    if (total_failed > 0) {
-        const std::string line = total_failed == 1 ? first_msg
-                                                    : std::to_string(total_failed) + " of " + std::to_string(N) +
-                                                          " frames failed; the first: " + first_msg;
-        agree_on_first_error(comm, first_failed, line);
-    }
+    failures.agree(comm, N);
     HologramRunReport rep;
     rep.ranks = P;
+    rep.lanes = lanes;
     std::vector<double> all(rec.size(), 0.0);
     MPI_Reduce(rec.data(), all.data(), static_cast<int>(rec.size()), MPI_DOUBLE, MPI_SUM, 0, comm);
     double wall = std::chrono::duration<double>(clock::now() - t0).count();
     MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, comm);
     rep.total_seconds = wall;
     for (int64_t i = 0; i < N; ++i) {
-        const double* r = &all[static_cast<size_t>(i) * 7];
+        const double* r = &all[static_cast<size_t>(i) * kRec];
         HologramFrameReport fr;
         fr.input = inputs[static_cast<size_t>(i)];
         fr.output = outs[static_cast<size_t>(i)].first;
@@ -292,6 +313,10 @@ CLI::App* add_hologram_command(CLI::App& app) {
     h->add_option("--backend", s.backend, "auto (CUDA when a GPU is visible) | cpu | cuda")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    h->add_option("--lanes", s.opt.lanes,
+                  "frames in flight per rank, each lane with its own plan and buffers (CUDA: its own stream) "
+                  "(default: 4 on the cuda backend, 1 on cpu; with --reference frames go one at a time)")
+        ->check(CLI::PositiveNumber);
     h->add_flag("-q,--quiet", s.opt.quiet, "no report");
     return h;
 }
@@ -311,9 +336,10 @@ void run_hologram_command() {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (s.opt.quiet || rank != 0) return;
     const auto n = static_cast<double>(rep.frames.size());
-    std::printf("tessera hologram: %zu frame(s) on %d rank(s), %s backend, %s window, %.3f s, %.2f frames/s\n",
-                rep.frames.size(), rep.ranks, s.opt.backend == Backend::kCuda ? "cuda" : "cpu", s.window.c_str(),
-                rep.total_seconds, n / rep.total_seconds);
+    std::printf("tessera hologram: %zu frame(s) on %d rank(s) x %d lane(s), %s backend, %s window, %.3f s, "
+                "%.2f frames/s\n",
+                rep.frames.size(), rep.ranks, rep.lanes, s.opt.backend == Backend::kCuda ? "cuda" : "cpu",
+                s.window.c_str(), rep.total_seconds, n / rep.total_seconds);
     for (const HologramFrameReport& f : rep.frames)
         std::printf("  %s -> %s: %lldx%lld, carrier (row %lld, col %lld) |F| %.4g, filter radius %.1f, %.3f s\n",
                     f.input.c_str(), f.output.c_str(), static_cast<long long>(f.cols), static_cast<long long>(f.rows),

@@ -1,8 +1,8 @@
 // `tessera hologram IN... OUT`: off-axis holograms (real intensity images, any GDAL
 // raster) to wrapped phase GeoTIFFs (issue items 1 and 4); kernels/hologram.h has the
 // method. Frames are spread over the ranks of the communicator round-robin (rank r takes
-// frames r, r+P, ...); each rank keeps one plan and its arrays per frame size, on its
-// backend: FFTW on the CPU, or cuFFT on the rank's GPU (src/hologram_backend.h).
+// frames r, r+P, ...) and over each rank's frame lanes; plans and arrays are made once per
+// lane and frame size, on the rank's backend: FFTW on the CPU, or cuFFT on the rank's GPU.
 #pragma once
 #include <mpi.h>
 
@@ -87,6 +87,9 @@ struct HologramRunOptions {
     // kCuda: every rank demodulates on the GPU of its node-local rank (round-robin over the
     // node's GPUs: several ranks may share one, demodulation needs little GPU memory).
     Backend backend = Backend::kCpu;
+    // Frames in flight per rank (frame lanes, src/frame_lanes.h); <= 0: default_lanes(backend).
+    // With a reference the frames go one at a time (the lanes keep no reference field).
+    int lanes = 0;
 };
 
 struct HologramFrameReport {
@@ -101,9 +104,13 @@ struct HologramRunReport {
     std::vector<HologramFrameReport> frames;  // every frame, in input order (complete on rank 0)
     double total_seconds = 0;                 // wall, slowest rank
     int ranks = 1;
+    int lanes = 1;                            // per rank
 };
 
-// Collective over `comm`. Bad input (missing file, pattern matching nothing, unwritable
+// Collective over `comm`. Without a reference each rank runs its frames through run_frames
+// (demodulate_only, opt.lanes lanes, one call per frame size; the lanes read the frames into
+// their buffers and write the GeoTIFFs); with one, frame after frame through
+// HologramDemodulator. Either gives the same bits as one-by-one runs. Bad input (missing file, pattern matching nothing, unwritable
 // output, size mismatch with the reference, ...) is found before any work where it can
 // be and thrown as InputError::everywhere on every rank; a frame that fails later is
 // reported on its rank's stderr, the others complete, and then every rank throws

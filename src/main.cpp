@@ -143,9 +143,9 @@ int main(int argc, char** argv) {
             uo.output = ub.output();
             const std::vector<std::string> inputs = tessera::expand_inputs(ub.input_items());
             if (tessera::unwrap_is_batch(ub, inputs, uo.output)) {
-                // Many frames: spread over the ranks, each frame unwrapped by one rank.
-                const int conflicts = tessera::run_unwrap_batch(inputs, uo, uo.output, ub.from_hologram,
-                                                                ub.hologram_params(), ub.hologram_reference);
+                // Many frames: spread over the ranks (holograms: and over each rank's lanes), each frame
+                // unwrapped by one rank.
+                const int conflicts = tessera::run_unwrap_batch(inputs, uo, uo.output, ub.frame_options());
                 if (conflicts != 0)
                     return fail("internal error: " + std::to_string(conflicts) +
                                     " union-find conflicts (please report this input)",

@@ -51,6 +51,13 @@ std::vector<float> read_f32(const std::string& path) {
     return v;
 }
 
+FrameBatchOptions from_holograms(const HologramParams& hp) {
+    FrameBatchOptions f;
+    f.from_hologram = true;
+    f.hologram = hp;
+    return f;
+}
+
 template <typename T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
@@ -127,8 +134,8 @@ TEST(Batch, UnwrapBatchEqualsOneByOne) {
     base.tile_size = 32;
     std::vector<UnwrapFrameReport> reps;
     const std::string out = dir / "out";
-    ASSERT_EQ(run_unwrap_batch(expand_inputs({dir / "frame*.tif"}), base, out, false, HologramParams{}, "",
-                               MPI_COMM_WORLD, &reps),
+    ASSERT_EQ(run_unwrap_batch(expand_inputs({dir / "frame*.tif"}), base, out, FrameBatchOptions{}, MPI_COMM_WORLD,
+                               &reps),
               0);
     ASSERT_EQ(reps.size(), 3u);
     for (int i = 0; i < 3; ++i) {
@@ -190,7 +197,7 @@ TEST(Batch, HologramBatchesEqualOneByOne) {
     HologramParams hp;
     hp.window = SidebandWindow::kHann;
     const std::string out = dir / "unw";
-    ASSERT_EQ(run_unwrap_batch(inputs, base, out, true, hp), 0);
+    ASSERT_EQ(run_unwrap_batch(inputs, base, out, from_holograms(hp)), 0);
     for (int i = 0; i < 3; ++i) {
         UnwrapOptions one = base;
         one.input = dir / ("single" + std::to_string(i) + ".tif");
@@ -210,7 +217,7 @@ TEST(Batch, HologramBatchesEqualOneByOne) {
     EXPECT_EQ(left, (std::vector<std::string>{"holo0.h5", "holo1.h5", "holo2.h5"}));
 
     // One hologram, OUT a file: the same bits again.
-    ASSERT_EQ(run_unwrap_batch({inputs[1]}, base, dir / "one.h5", true, hp), 0);
+    ASSERT_EQ(run_unwrap_batch({inputs[1]}, base, dir / "one.h5", from_holograms(hp)), 0);
     EXPECT_TRUE(same_bits(read_dataset<float>(dir / "one.h5", "unwrapped_phase"),
                           read_dataset<float>(dir / "single1.h5", "unwrapped_phase")));
 }
@@ -223,7 +230,7 @@ TEST(Batch, MissingFrameFailsBeforeAnyWork) {
     UnwrapOptions base;
     base.quiet = true;
     try {
-        run_unwrap_batch({dir / "a.tif", dir / "b.tif"}, base, dir / "out", false, HologramParams{});
+        run_unwrap_batch({dir / "a.tif", dir / "b.tif"}, base, dir / "out", FrameBatchOptions{});
         FAIL() << "no error";
     } catch (const InputError& e) {
         EXPECT_TRUE(e.is_everywhere());
@@ -232,7 +239,7 @@ TEST(Batch, MissingFrameFailsBeforeAnyWork) {
     EXPECT_FALSE(fs::exists(dir / "out/a.h5"));
     // --geotiff names one file: refused with several inputs.
     base.geotiff = dir / "x.tif";
-    EXPECT_THROW(run_unwrap_batch({dir / "a.tif", dir / "a2.tif"}, base, dir / "out", false, HologramParams{}),
+    EXPECT_THROW(run_unwrap_batch({dir / "a.tif", dir / "a2.tif"}, base, dir / "out", FrameBatchOptions{}),
                  InputError);
 }
 
@@ -247,7 +254,7 @@ TEST(Batch, FailedFrameIsReportedAfterTheOthers) {
     UnwrapOptions base;
     base.quiet = true;
     try {
-        run_unwrap_batch(expand_inputs({dir / "*.tif"}), base, dir / "out", false, HologramParams{});
+        run_unwrap_batch(expand_inputs({dir / "*.tif"}), base, dir / "out", FrameBatchOptions{});
         FAIL() << "no error";
     } catch (const InputError& e) {
         EXPECT_TRUE(e.is_everywhere());

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/background.h"
@@ -96,6 +97,46 @@ TEST(FrameLanes, TheLowestFailingFrameIsReported) {
     }
     EXPECT_EQ(seen, 3);  // 0, 1, 2; lane 1 stopped at 3, lane 0 at 4
     EXPECT_THROW(run_frames(1, 1, 64, opt, nullptr, nullptr), std::invalid_argument);
+}
+
+// sink_on_caller: every sink call on the calling thread, one at a time, with the frame's own
+// result; a frame the source skips (null) gets no sink call and its lane goes on; a sink error
+// comes back from run_frames like a lane's.
+TEST(FrameLanes, SinkOnCallerAndSkippedFrames) {
+    const auto fs = frames(2, 64, 80);
+    FrameOptions opt;
+    opt.tile_size = 32;
+    opt.lanes = 3;
+    opt.sink_on_caller = true;
+    opt.background_degree = -1;
+    FrameOptions one = opt;
+    one.lanes = 1;
+    one.sink_on_caller = false;
+    const auto alone = testing::run_kept(fs, {0, 1}, one);
+    const std::thread::id caller = std::this_thread::get_id();
+    std::vector<int64_t> sunk;
+    bool elsewhere = false, mismatch = false;
+    auto source = [&](int64_t i, float*) -> const float* {
+        return i == 2 ? nullptr : fs[static_cast<size_t>(i % 2)].intensity.data();
+    };
+    auto sink = [&](const FrameView& v) {  // unsynchronised on purpose: it must run on the caller only
+        elsewhere |= std::this_thread::get_id() != caller;
+        const testing::KeptFrame& a = alone.at(v.index % 2);
+        mismatch |= std::memcmp(a.u.data(), v.u, a.u.size() * sizeof(float)) != 0;
+        sunk.push_back(v.index);
+        if (v.index == 4) throw std::runtime_error("cannot write frame 4");
+    };
+    try {
+        run_frames(8, 64, 80, opt, source, sink);
+        FAIL() << "no error";
+    } catch (const std::runtime_error& e) {
+        EXPECT_STREQ(e.what(), "cannot write frame 4");
+    }
+    EXPECT_FALSE(elsewhere);
+    EXPECT_FALSE(mismatch);
+    std::sort(sunk.begin(), sunk.end());
+    // Lane 0: 0 3 6; lane 1: 1 4 (its sink failed: 7 not processed); lane 2: 2 (skipped) 5.
+    EXPECT_EQ(sunk, (std::vector<int64_t>{0, 1, 3, 4, 5, 6}));
 }
 
 }  // namespace
