@@ -26,6 +26,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "io/chunk_deflate.h"
 #include "io/input_error.h"
 
 namespace tessera {
@@ -285,8 +286,10 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
                                     std::to_string(cols) + " is empty");
     if (path.empty()) throw std::invalid_argument("Hdf5Writer: empty output path");
     silence_hdf5();
-    int rank = 0;
+    int rank = 0, size = 1;
     MPI_Comm_rank(comm_, &rank);
+    MPI_Comm_size(comm_, &size);
+    serial_ = size == 1;
 
     // 1. Output directory (rank 0 decides, every rank throws the same).
     Failure local;
@@ -296,15 +299,19 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
     }
     if (Failure f = agree(comm_, local)) throw_failure(f, path_);
 
-    // 2. Create "<path>.tmp" collectively with the MPI-IO driver.
+    // 2. Create "<path>.tmp" collectively with the MPI-IO driver; one rank alone (a frame of a
+    //    batch, a one-rank run) writes through the POSIX driver: no MPI-IO layer, chunks
+    //    allocated as they are written.
     local = {};
     {
         Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
         hid_t fid = -1;
-        if (!fapl.ok() || H5Pset_fapl_mpio(fapl.get(), comm_, MPI_INFO_NULL) < 0 ||
+        if (!fapl.ok() ||
+            (serial_ ? H5Pset_fapl_sec2(fapl.get()) < 0
+                     : (H5Pset_fapl_mpio(fapl.get(), comm_, MPI_INFO_NULL) < 0 ||
+                        H5Pset_coll_metadata_write(fapl.get(), true) < 0)) ||
             // 1.8 object format at least: attributes larger than 64 KiB go to dense storage.
-            H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V110) < 0 ||
-            H5Pset_coll_metadata_write(fapl.get(), true) < 0) {
+            H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V110) < 0) {
             local = {FailKind::kRuntime, hdf5_failure("HDF5: cannot set up parallel file access")};
         } else {
             fid = H5Fcreate(tmp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
@@ -406,6 +413,16 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
             break;
         }
 
+        // One rank writing the whole image compressed: the chunks are compressed on the host's
+        // threads and written as they are (the filters' work, not one core's).
+        if (serial_ && deflate && own.row0 == 0 && own.col0 == 0 && own.rows == rows_ && own.cols == cols_) {
+            if (std::string e = write_deflated_chunks(dset.get(), data, stride, rows_, cols_, sizeof(T), chunk,
+                                                      deflate_level_, &fill);
+                !e.empty())
+                fail(e);
+            break;
+        }
+
         // This rank's window: a hyperslab of the file, and of a memory space of
         // own.rows x stride so that strided rows need no copy.
         Handle mspace;
@@ -431,7 +448,7 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
             }
         }
         Handle dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
-        if (!dxpl.ok() || H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE) < 0) {
+        if (!dxpl.ok() || (!serial_ && H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE) < 0)) {
             fail("cannot set collective transfer");
             break;
         }

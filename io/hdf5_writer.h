@@ -64,6 +64,7 @@ private:
 
     std::string path_, tmp_path_;
     MPI_Comm comm_;
+    bool serial_ = false;  // one rank: the POSIX driver, no MPI-IO
     int64_t rows_, cols_;
     int64_t file_ = -1;  // hid_t
     bool committed_ = false;

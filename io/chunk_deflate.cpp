@@ -1,0 +1,74 @@
+#include "io/chunk_deflate.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace tessera {
+
+namespace {
+
+// One chunk: gathered (padded with fill), byte-shuffled as H5Z_filter_shuffle does
+// (byte j of element i goes to j * n + i), compressed as H5Z_filter_deflate does (compress2).
+bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t cols, size_t elem, const hsize_t chunk[2],
+                int64_t r0, int64_t c0, int level, const unsigned char* fill, std::vector<unsigned char>& raw,
+                std::vector<unsigned char>& shuffled, std::vector<unsigned char>& out) {
+    const size_t cr = chunk[0], cc = chunk[1], n = cr * cc;
+    raw.resize(n * elem);
+    shuffled.resize(n * elem);
+    for (size_t y = 0; y < cr; ++y) {
+        unsigned char* dst = raw.data() + y * cc * elem;
+        const int64_t r = r0 + static_cast<int64_t>(y);
+        const size_t w = r < rows ? static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(cc), cols - c0)) : 0;
+        if (w > 0) std::memcpy(dst, data + (static_cast<size_t>(r) * static_cast<size_t>(stride) + static_cast<size_t>(c0)) * elem, w * elem);
+        for (size_t x = w; x < cc; ++x) std::memcpy(dst + x * elem, fill, elem);
+    }
+    for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < elem; ++j) shuffled[j * n + i] = raw[i * elem + j];
+    uLongf len = compressBound(static_cast<uLong>(n * elem));
+    out.resize(len);
+    if (compress2(out.data(), &len, shuffled.data(), static_cast<uLong>(n * elem), level) != Z_OK) return false;
+    out.resize(len);
+    return true;
+}
+
+}  // namespace
+
+std::string write_deflated_chunks(hid_t dset, const void* data, int64_t stride, int64_t rows, int64_t cols,
+                                  size_t elem, const hsize_t chunk[2], int level, const void* fill) {
+    const int64_t nr = (rows + static_cast<int64_t>(chunk[0]) - 1) / static_cast<int64_t>(chunk[0]);
+    const int64_t nc = (cols + static_cast<int64_t>(chunk[1]) - 1) / static_cast<int64_t>(chunk[1]);
+    const int64_t total = nr * nc;
+    // Batches of chunks keep the compressed bytes in memory bounded (a few rows of chunks).
+    const int64_t batch = std::max<int64_t>(nc, 64);
+    std::vector<std::vector<unsigned char>> out(static_cast<size_t>(std::min(batch, total)));
+    const auto* src = static_cast<const unsigned char*>(data);
+    const auto* fb = static_cast<const unsigned char*>(fill);
+    for (int64_t b0 = 0; b0 < total; b0 += batch) {
+        const int64_t b1 = std::min(total, b0 + batch);
+        int bad = 0;
+#pragma omp parallel reduction(| : bad)
+        {
+            std::vector<unsigned char> raw, shuffled;
+#pragma omp for schedule(dynamic)
+            for (int64_t k = b0; k < b1; ++k) {
+                const int64_t r0 = (k / nc) * static_cast<int64_t>(chunk[0]), c0 = (k % nc) * static_cast<int64_t>(chunk[1]);
+                if (!pack_chunk(src, stride, rows, cols, elem, chunk, r0, c0, level, fb, raw, shuffled,
+                                out[static_cast<size_t>(k - b0)]))
+                    bad = 1;
+            }
+        }
+        if (bad) return "zlib could not compress a chunk";
+        for (int64_t k = b0; k < b1; ++k) {
+            const hsize_t off[2] = {static_cast<hsize_t>((k / nc) * static_cast<int64_t>(chunk[0])),
+                                    static_cast<hsize_t>((k % nc) * static_cast<int64_t>(chunk[1]))};
+            const std::vector<unsigned char>& c = out[static_cast<size_t>(k - b0)];
+            if (H5Dwrite_chunk(dset, H5P_DEFAULT, 0, off, c.size(), c.data()) < 0) return "cannot write a chunk";
+        }
+    }
+    return "";
+}
+
+}  // namespace tessera

@@ -1,0 +1,18 @@
+// Shuffle + deflate of a chunked dataset's chunks on the host's threads, written with
+// H5Dwrite_chunk: what HDF5's shuffle and deflate filters do chunk by chunk on one thread
+// (ARCHITECTURE.md section 7), so that a one-rank result file is not bound by one core's zlib.
+#pragma once
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+
+namespace tessera {
+
+// The whole rows x cols image `data` (row stride `stride` elements of `elem` bytes) into
+// `dset`, a dataset of that shape with chunks chunk[0] x chunk[1] and the filters shuffle then
+// deflate(level). Edge chunks are padded with `fill` (elem bytes). Returns "" or what failed.
+std::string write_deflated_chunks(hid_t dset, const void* data, int64_t stride, int64_t rows, int64_t cols,
+                                  size_t elem, const hsize_t chunk[2], int level, const void* fill);
+
+}  // namespace tessera
