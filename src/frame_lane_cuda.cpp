@@ -77,8 +77,9 @@ public:
         grid.tiles = TileGrid(rows_, cols_, opt_.tile_size);
         Comm comm = Comm::alone();
         {
+            // The demodulated phase is this frame's scratch: the Region works in it (no copy).
             cuda::Region region(a, grid.own(0), grid.tiles,
-                                cuda::Region::DeviceInput{plan_->device_phase(), nullptr, s_});
+                                cuda::Region::DeviceInput{plan_->device_phase(), nullptr, s_, true});
             v.stats = run_unwrap_stages(region, grid, comm, opt_.unwrap, nullptr, [](const char*) {});
             v.fit.degree = -1;
             if (opt_.background_degree >= 0) {
