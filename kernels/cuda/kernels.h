@@ -138,18 +138,16 @@ void block_invalid_edges(const DeviceArrays& a, const Window& own, cudaStream_t 
 // (d_cuts: n cuts in device memory).
 void rasterise_cuts(const DeviceArrays& a, const Window& own, const DeviceCut* d_cuts, int64_t n, cudaStream_t s);
 
-// Weighted union-find over all unblocked edges inside `own` (one region-wide pass, not per
-// tile). nodes (own.size() words, row-major over own) end flattened: every pixel ->
-// (own-local root = its component's smallest index, k relative to it). Returns the number of
-// unblocked edges whose wrap count disagrees with the potentials (conflicts, must be 0).
-int64_t tile_union_find(const DeviceArrays& a, const Window& own, uint64_t* nodes, cudaStream_t s);
-
-// After tile_union_find: the components with at least one reliable pixel (neither kInvalid nor
-// kLowCoherence), as uf::pack(own-local root, reliable-pixel count), ascending by root. Stores the count in each
-// root's (otherwise always 0) potential field: from here on a root is recognised by
-// parent == self and has k = 0.
-void component_records(const DeviceArrays& a, const Window& own, uint64_t* nodes, std::vector<uint64_t>& out,
-                       cudaStream_t s);
+// Weighted union-find over all unblocked edges inside `own` (ARCHITECTURE.md section 4; one
+// region-wide pass, not per tile). nodes (own.size() words, row-major over own) end flattened:
+// every pixel -> (own-local root = its component's smallest index, k relative to it), except
+// that each root's (otherwise always 0) potential half holds its component's reliable-pixel
+// count (neither kInvalid nor kLowCoherence): from here on a root is recognised by
+// parent == self and has k = 0. `records`: the components with at least one reliable pixel, as
+// uf::pack(own-local root, count), ascending by root. Returns the number of unblocked edges
+// whose wrap count disagrees with the potentials (conflicts, must be 0).
+int64_t union_find_components(const DeviceArrays& a, const Window& own, uint64_t* nodes,
+                              std::vector<uint64_t>& records, cudaStream_t s);
 
 // Writes (label, offset) into the root words of d_recs' roots and marks them (kRootMark).
 void mark_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const DeviceRootRecord* d_recs, int64_t n,

@@ -419,9 +419,8 @@ RegionComponents Region::union_find() {
     Impl& m = *impl_;
     RegionComponents out;
     m.need_flags();
-    out.conflicts = tile_union_find(m.d, m.own, m.nodes, m.s);
     std::vector<uint64_t> roots;
-    component_records(m.d, m.own, m.nodes, roots, m.s);
+    out.conflicts = union_find_components(m.d, m.own, m.nodes, roots, m.s);
     out.records.reserve(roots.size());
     for (uint64_t w : roots)  // pack(own-local root, reliable-pixel count), ascending roots
         out.records.push_back({m.global_of_local(uf::parent(w)), static_cast<int64_t>(w >> 32)});
