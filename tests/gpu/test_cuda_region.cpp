@@ -791,6 +791,22 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
         std::printf("[ info     ] %lld residues, %zu cuts, %zu components\n", static_cast<long long>(res.size()),
                     cuts.size(), comps.records.size());
     }
+    // The one-rank path (residues, phase A and its cuts on the device): its transient buffers
+    // come from the stream-ordered pool, which keeps them, so they show here too.
+    scene_inputs(s, 0.0f, phase, flags);
+    {
+        cuda::Region region(a, Window{0, 0, H, W}, tg);
+        used("upload");
+        const MatchStats ms = region.match_alone(64, nullptr, [&](const char* when) { used(when); });
+        const RegionComponents comps = region.union_find();
+        used("union_find");
+        const OffsetSolution sol = solve_offsets(comps.records, comps.constraints, 100);
+        region.apply(ComponentAssignment{comps.records, sol.offset, sol.label});
+        used("apply");
+        region.finish();
+        std::printf("[ info     ] one rank: %lld residues, %lld rounds\n", static_cast<long long>(ms.residues),
+                    static_cast<long long>(ms.rounds));
+    }
     // 2 MiB granularity and the CUDA context's own pools make a little slack.
     EXPECT_LE(worst, 24 * n + (int64_t{64} << 20)) << "more than 24 B/pixel resident on the device";
     EXPECT_GE(worst, 21 * n) << "the measurement saw less than phase, flags, nodes, labels, cycles: not measuring";
