@@ -25,6 +25,7 @@
 #include "io/raster_reader.h"
 #include "src/frame_lanes.h"
 #include "src/hologram_command.h"
+#include "src/result_attributes.h"
 
 namespace tessera {
 
@@ -322,7 +323,11 @@ void write_lane_frame(const std::string& path, const std::string& input, const R
     const int64_t n = v.rows * v.cols;
     int64_t valid = 0;  // the hologram's phase is valid everywhere; u is NaN exactly at invalid pixels
     for (int64_t i = 0; i < n; ++i) valid += !std::isnan(v.u[i]);
-    const RegionStats& st = v.stats;
+    UnwrapReport rep;
+    rep.rows = v.rows;
+    rep.cols = v.cols;
+    rep.valid = valid;
+    add_region_stats(rep, v.stats);
     const double nan = std::nan("");
     const Window all{0, 0, v.rows, v.cols};
     Hdf5Writer out(path, MPI_COMM_SELF, v.rows, v.cols);
@@ -335,44 +340,7 @@ void write_lane_frame(const std::string& path, const std::string& input, const R
     out.write_u32("connected_components", all, v.label, v.cols,
                   {{"description", std::string("connected component 1..N by size descending; 0 = invalid, low "
                                                "coherence or small component")}});
-    out.write_attributes({
-        {"software", std::string("tessera ") + TESSERA_VERSION},
-        {"algorithm", std::string("residues + exact greedy branch cuts + weighted union-find (ARCHITECTURE.md)")},
-        {"input", input},
-        {"coherence", o.coherence},
-        {"mask", o.mask},
-        {"band", int64_t{o.band}},
-        {"rows", v.rows},
-        {"cols", v.cols},
-        {"tile_size", o.tile_size},
-        {"backend", std::string(o.backend == Backend::kCuda ? "cuda" : "cpu")},
-        {"compress_phase", int64_t{o.compress_phase}},
-        {"max_pair_distance", o.max_pair_distance},
-        {"min_component_size", o.min_component_size},
-        {"min_coherence", o.min_coherence},
-        {"reference_row", o.reference ? o.reference->first : int64_t{-1}},
-        {"reference_col", o.reference ? o.reference->second : int64_t{-1}},
-        {"ranks", int64_t{1}},
-        {"rank_grid", std::string("1x1")},
-        {"threads_per_rank", int64_t{omp_get_max_threads()}},
-        {"tiles", st.tiles},
-        {"valid_pixels", valid},
-        {"residues", st.residues},
-        {"matching_rounds", st.rounds},
-        {"phase_b_leftovers", st.leftovers},
-        {"pair_cuts", st.pairs},
-        {"ground_cuts", st.ground_cuts},
-        {"components", st.components},
-        {"labelled_components", st.labelled},
-        {"largest_component", st.largest},
-        {"conflicts", st.conflicts},
-        {"bytes_sent_max_rank", int64_t{0}},
-        {"bytes_sent_total", int64_t{0}},
-        {"geotransform", std::vector<double>(info.geotransform.begin(), info.geotransform.end())},
-        {"has_geotransform", int64_t{info.has_geotransform}},
-        {"projection", info.projection_wkt},
-        {"nodata", nan},
-    });
+    out.write_attributes(result_attributes(o, input, rep, info));
     out.commit();
 }
 

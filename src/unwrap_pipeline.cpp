@@ -18,6 +18,7 @@
 #include "io/raster_reader.h"
 #include "src/progress.h"
 #include "src/quicklook.h"
+#include "src/result_attributes.h"
 #include "src/unwrap_region.h"
 #include "partition/comm.h"
 #include "partition/rank_grid.h"
@@ -212,16 +213,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
         inject_error_for_tests(rank, s);
         stage_done(s);
     });
-    rep.tiles = st.tiles;
-    rep.residues = st.residues;
-    rep.rounds = st.rounds;
-    rep.leftovers = st.leftovers;
-    rep.pairs = st.pairs;
-    rep.ground_cuts = st.ground_cuts;
-    rep.components = st.components;
-    rep.labelled = st.labelled;
-    rep.largest = st.largest;
-    rep.conflicts = st.conflicts;
+    add_region_stats(rep, st);
     rep.ranks = comm.size();
     rep.rank_rows = grid.P;
     rep.rank_cols = grid.Q;
@@ -261,44 +253,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
                       {{"description", std::string("blocked edges: bit 0 right edge, bit 1 down edge (cuts and "
                                                   "edges touching invalid pixels)")}});
     }
-    std::vector<Attribute> attrs = {
-        {"software", std::string("tessera ") + TESSERA_VERSION},
-        {"algorithm", std::string("residues + exact greedy branch cuts + weighted union-find (ARCHITECTURE.md)")},
-        {"input", opt.input},
-        {"coherence", opt.coherence},
-        {"mask", opt.mask},
-        {"band", int64_t{opt.band}},
-        {"rows", H},
-        {"cols", W},
-        {"tile_size", opt.tile_size},
-        {"backend", std::string(opt.backend == Backend::kCuda ? "cuda" : "cpu")},
-        {"compress_phase", int64_t{opt.compress_phase}},
-        {"max_pair_distance", opt.max_pair_distance},
-        {"min_component_size", opt.min_component_size},
-        {"min_coherence", opt.min_coherence},
-        {"reference_row", opt.reference ? opt.reference->first : int64_t{-1}},
-        {"reference_col", opt.reference ? opt.reference->second : int64_t{-1}},
-        {"ranks", int64_t{comm.size()}},
-        {"rank_grid", std::to_string(grid.P) + "x" + std::to_string(grid.Q)},
-        {"threads_per_rank", int64_t{omp_get_max_threads()}},
-        {"tiles", rep.tiles},
-        {"valid_pixels", rep.valid},
-        {"residues", rep.residues},
-        {"matching_rounds", rep.rounds},
-        {"phase_b_leftovers", rep.leftovers},
-        {"pair_cuts", rep.pairs},
-        {"ground_cuts", rep.ground_cuts},
-        {"components", rep.components},
-        {"labelled_components", rep.labelled},
-        {"largest_component", rep.largest},
-        {"conflicts", rep.conflicts},
-        {"bytes_sent_max_rank", rep.bytes_sent_max},
-        {"bytes_sent_total", rep.bytes_sent_total},
-        {"geotransform", std::vector<double>(info.geotransform.begin(), info.geotransform.end())},
-        {"has_geotransform", int64_t{info.has_geotransform}},
-        {"projection", info.projection_wkt},
-        {"nodata", nan},
-    };
+    std::vector<Attribute> attrs = result_attributes(opt, opt.input, rep, info);
     // Stage times: the slowest rank's, so that every rank writes the same values.
     for (StageTime& t : rep.times) {
         t.seconds = comm.max(t.seconds);
