@@ -564,25 +564,32 @@ INSTANTIATE_TEST_SUITE_P(Synth, CudaVsCpu,
                                     std::to_string(info.param.cols);
                          });
 
+// One rank, the whole image: p on a copy of im's arrays (and the residue list, if asked).
+Result unwrap_random(const Image& im, const UnwrapParams& p, int64_t tile, std::vector<Residue>* residues = nullptr) {
+    Result r;
+    r.u = im.phase;
+    r.flags = im.flags;
+    r.label.assign(im.phase.size(), 0);
+    r.k.assign(im.phase.size(), 0);
+    RegionArrays a{im.H, im.W, Window{0, 0, im.H, im.W}, r.u.data(), r.flags.data(), r.label.data(), r.k.data()};
+    Comm self(MPI_COMM_SELF);
+    RankGrid grid;
+    grid.tiles = TileGrid(im.H, im.W, tile);
+    r.stats = unwrap_region(a, grid, self, p, residues, [](const char*) {});
+    return r;
+}
+
 TEST(CudaVsCpuRandom, UnwrapImageOnNoiseAndTies) {
     SKIP_WITHOUT_GPU();
     uint64_t seed = 500;
     for (Kind kind : {Kind::kNoise, Kind::kTies, Kind::kFringes}) {
         const Image im = random_image(123, 211, seed++, kind, 0.03, 0.05);
         for (int64_t tile : {int64_t{16}, int64_t{1} << 20}) {
-            Result c, g;
-            for (Result* r : {&c, &g}) {
-                r->u = im.phase;
-                r->flags = im.flags;
-                r->label.assign(im.phase.size(), 0);
-                r->k.assign(im.phase.size(), 0);
-                RegionArrays a{im.H, im.W, Window{0, 0, im.H, im.W}, r->u.data(), r->flags.data(), r->label.data(),
-                               r->k.data()};
-                UnwrapParams p;
-                p.min_component_size = 3;
-                p.backend = r == &c ? Backend::kCpu : Backend::kCuda;
-                r->stats = unwrap_image(a, tile, p);
-            }
+            UnwrapParams p;
+            p.min_component_size = 3;
+            const Result c = unwrap_random(im, p, tile);
+            p.backend = Backend::kCuda;
+            const Result g = unwrap_random(im, p, tile);
             SCOPED_TRACE("kind " + std::to_string(static_cast<int>(kind)) + " tile " + std::to_string(tile));
             expect_same_result(c, g, im.W);
             EXPECT_GT(c.stats.residues, 0);
@@ -599,24 +606,13 @@ TEST(CudaVsCpuRandom, OneRankDevicePathWithPhaseBLeftovers) {
     for (Kind kind : {Kind::kNoise, Kind::kTies}) {
         const Image im = random_image(97, 131, seed++, kind, 0.02, 0.05);
         for (int64_t D : {int64_t{1}, int64_t{3}, int64_t{64}}) {
-            Result c, g;
             std::vector<Residue> res_c, res_g;
-            for (Result* r : {&c, &g}) {
-                r->u = im.phase;
-                r->flags = im.flags;
-                r->label.assign(im.phase.size(), 0);
-                r->k.assign(im.phase.size(), 0);
-                RegionArrays a{im.H, im.W, Window{0, 0, im.H, im.W}, r->u.data(), r->flags.data(), r->label.data(),
-                               r->k.data()};
-                UnwrapParams p;
-                p.min_component_size = 2;
-                p.max_pair_distance = D;
-                p.backend = r == &c ? Backend::kCpu : Backend::kCuda;
-                Comm self(MPI_COMM_SELF);
-                RankGrid grid;
-                grid.tiles = TileGrid(im.H, im.W, 32);
-                r->stats = unwrap_region(a, grid, self, p, r == &c ? &res_c : &res_g, [](const char*) {});
-            }
+            UnwrapParams p;
+            p.min_component_size = 2;
+            p.max_pair_distance = D;
+            const Result c = unwrap_random(im, p, 32, &res_c);
+            p.backend = Backend::kCuda;
+            const Result g = unwrap_random(im, p, 32, &res_g);
             SCOPED_TRACE("kind " + std::to_string(static_cast<int>(kind)) + " D " + std::to_string(D));
             expect_same_result(c, g, im.W);
             ASSERT_EQ(res_c.size(), res_g.size());
