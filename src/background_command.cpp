@@ -161,28 +161,6 @@ void select_backend_device(Backend b, MPI_Comm comm) {
     });
 }
 
-void agree_on_errors(MPI_Comm comm, const std::function<void()>& step) {
-    std::string msg;
-    try {
-        step();
-    } catch (const InputError& e) {
-        msg = e.what();
-    }
-    int size = 1, rank = 0;
-    MPI_Comm_size(comm, &size);
-    MPI_Comm_rank(comm, &rank);
-    const int64_t mine = msg.empty() ? int64_t{-1} : int64_t{size - rank};
-    int64_t first = -1;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT64_T, MPI_MAX, comm);
-    if (first < 0) return;
-    const int root = size - static_cast<int>(first);
-    int64_t len = static_cast<int64_t>(msg.size());
-    MPI_Bcast(&len, 1, MPI_INT64_T, root, comm);
-    msg.resize(static_cast<size_t>(len));
-    MPI_Bcast(msg.data(), static_cast<int>(len), MPI_CHAR, root, comm);
-    throw InputError::everywhere(msg);
-}
-
 void run_guarded(const std::function<void()>& body) {
     std::string msg;
     int code = 0;

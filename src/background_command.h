@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "io/error_agreement.h"
 #include "io/geotiff_writer.h"
 #include "io/raster_reader.h"
 #include "kernels/background.h"
@@ -68,9 +69,6 @@ GeoRef input_georef(const std::string& in, const RasterInfo& info);
 // on success.
 void run_guarded(const std::function<void()>& body);
 
-// Runs step on every rank; if it threw InputError anywhere, the lowest failing rank's
-// line is thrown as InputError::everywhere on every rank (collective).
-void agree_on_errors(MPI_Comm comm, const std::function<void()>& step);
 
 // --backend NAME: "cpu", "cuda" or "auto" (CUDA when tessera was built with it and a GPU is
 // visible). Chosen once per command (ARCHITECTURE.md section 5).

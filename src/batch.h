@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "io/raster_reader.h"
+#include "io/error_agreement.h"
 #include "kernels/hologram.h"
 #include "src/frame_lanes.h"
 #include "src/unwrap_pipeline.h"
@@ -34,10 +35,6 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& items);
 std::vector<std::string> batch_outputs(const std::vector<std::string>& inputs, const std::string& out,
                                        const std::string& suffix);
 
-// Collective over `comm`. Every rank passes the index of the first item it found bad
-// (-1 if none) and that item's message; if any rank found one, every rank throws
-// InputError::everywhere with the message of the lowest index (lowest rank on a tie).
-void agree_on_first_error(MPI_Comm comm, int64_t bad_index, const std::string& message);
 
 // Rank 0 creates directory `dir` if missing; every rank throws InputError::everywhere
 // if it cannot be created, is not a directory or is not writable. Collective.

@@ -8,9 +8,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <numbers>
 
+#include "io/error_agreement.h"
 #include "io/geotiff_writer.h"
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
@@ -91,23 +93,7 @@ float read_inputs(const UnwrapOptions& opt, const RasterReader& in, const Region
 }
 
 // Setup errors are agreed on: the lowest failing rank's line is thrown on every rank.
-template <class F>
-void agree(Comm& comm, F&& step) {
-    std::string msg;
-    try {
-        step();
-    } catch (const InputError& e) {
-        msg = e.what();
-    }
-    const int64_t first_bad = comm.max(msg.empty() ? int64_t{-1} : int64_t{comm.size() - comm.rank()});
-    if (first_bad < 0) return;
-    const int root = comm.size() - static_cast<int>(first_bad);
-    int64_t len = static_cast<int64_t>(msg.size());
-    comm.bcast(len, root);
-    msg.resize(static_cast<size_t>(len));
-    MPI_Bcast(msg.data(), static_cast<int>(len), MPI_CHAR, root, comm.get());
-    throw InputError::everywhere(msg);
-}
+void agree(Comm& comm, const std::function<void()>& step) { agree_on_errors(comm.get(), step); }
 
 void check_same_size(const std::string& path, const RasterInfo& info, const RasterInfo& ref) {
     if (info.rows != ref.rows || info.cols != ref.cols)
