@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cmath>
 #include <complex>
+#include <exception>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -82,6 +83,10 @@ struct RasterReader::Impl {
     // Reads the window [r0, r0+nr) x [w.col0, w.col0+w.cols) into buf as `as`, packed rows.
     void read(const std::string& path, const Window& w, int64_t r0, int64_t nr, GDALDataType as,
               void* buf, GSpacing pixel_space, GSpacing line_space) const {
+        read_from(band, path, w, r0, nr, as, buf, pixel_space, line_space);
+    }
+    static void read_from(GDALRasterBand* band, const std::string& path, const Window& w, int64_t r0, int64_t nr,
+                          GDALDataType as, void* buf, GSpacing pixel_space, GSpacing line_space) {
         QuietGdal quiet;
         const CPLErr err = band->RasterIO(GF_Read, static_cast<int>(w.col0), static_cast<int>(r0),
                                           static_cast<int>(w.cols), static_cast<int>(nr), buf,
@@ -214,6 +219,60 @@ void check_window(const std::string& path, const RasterInfo& info, const Window&
 
 }  // namespace
 
+namespace {
+
+// Strips of a window read on the host's threads (large windows only): GDAL handles are not
+// shared across threads, so each thread but the first opens the file again. fn(band, r0, nr)
+// gets window-relative rows [r0, r0 + nr); the first failure (lowest strip) is rethrown.
+constexpr int64_t kParallelReadMinPixels = int64_t{1} << 26;  // 8192² and up
+
+template <class Fn>
+void for_each_strip(const std::string& path, int band_no, GDALRasterBand* band0, const Window& w, int64_t sr, Fn&& fn) {
+    const int64_t strips = (w.rows + sr - 1) / sr;
+    const int threads = w.rows * w.cols >= kParallelReadMinPixels
+                            ? static_cast<int>(std::min<int64_t>(strips, omp_get_max_threads()))
+                            : 1;
+    if (threads <= 1) {
+        for (int64_t k = 0; k < strips; ++k) fn(band0, k * sr, std::min(sr, w.rows - k * sr));
+        return;
+    }
+    std::mutex mu;
+    int64_t failed_at = strips;
+    std::exception_ptr failure;
+#pragma omp parallel num_threads(threads)
+    {
+        GDALDatasetUniquePtr mine;
+        GDALRasterBand* band = band0;
+        try {
+            if (omp_get_thread_num() != 0) {
+                QuietGdal quiet;
+                mine.reset(GDALDataset::Open(path.c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY, nullptr, nullptr, nullptr));
+                if (!mine) throw InputError(path, "cannot be opened again for a parallel read");
+                band = mine->GetRasterBand(band_no);
+            }
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(mu);
+            if (!failure) failure = std::current_exception(), failed_at = -1;
+            band = nullptr;
+        }
+#pragma omp for schedule(dynamic)
+        for (int64_t k = 0; k < strips; ++k) {
+            if (!band) continue;
+            try {
+                fn(band, k * sr, std::min(sr, w.rows - k * sr));
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(mu);
+                if (k < failed_at) failed_at = k, failure = std::current_exception();
+            }
+        }
+        QuietGdal quiet;  // closing may warn
+        mine.reset();
+    }
+    if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
 void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride) const {
     check_window(path_, info_, w, stride);
     if (w.rows == 0 || w.cols == 0) return;
@@ -225,20 +284,18 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
         // CFloat64 so that tiny magnitudes do not flush to 0+0i. Nodata (GDAL convention)
         // applies to the real part.
         const bool wide = im.type == GDT_CInt32 || im.type == GDT_CFloat64;
-        const int64_t sr = strip_rows(wc, im.block_rows);
-        std::vector<float> buf32;
-        std::vector<double> buf64;
-        for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
-            const int64_t nr = std::min(sr, w.rows - r0);
+        for_each_strip(path_, band_, im.band, w, strip_rows(wc, im.block_rows),
+                       [&](GDALRasterBand* band, int64_t r0, int64_t nr) {
             const int64_t n = nr * wc;
+            std::vector<float> buf32;
+            std::vector<double> buf64;
             if (wide) {
                 buf64.resize(static_cast<size_t>(2 * n));
-                im.read(path_, w, w.row0 + r0, nr, GDT_CFloat64, buf64.data(), 16, wc * 16);
+                Impl::read_from(band, path_, w, w.row0 + r0, nr, GDT_CFloat64, buf64.data(), 16, wc * 16);
             } else {
                 buf32.resize(static_cast<size_t>(2 * n));
-                im.read(path_, w, w.row0 + r0, nr, GDT_CFloat32, buf32.data(), 8, wc * 8);
+                Impl::read_from(band, path_, w, w.row0 + r0, nr, GDT_CFloat32, buf32.data(), 8, wc * 8);
             }
-#pragma omp parallel for schedule(static) if (n >= kParallelMinPixels)
             for (int64_t r = 0; r < nr; ++r) {
                 float* ph = phase + (r0 + r) * stride;
                 uint8_t* va = valid + (r0 + r) * stride;
@@ -265,18 +322,16 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
                     }
                 }
             }
-        }
+        });
         return;
     }
 
     if (exact_in_float(im.type)) {
         // Straight into the caller's buffer, then fix invalid pixels in place.
-        const int64_t sr = strip_rows(wc, im.block_rows) * 8;
-        for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
-            const int64_t nr = std::min(sr, w.rows - r0);
-            im.read(path_, w, w.row0 + r0, nr, GDT_Float32, phase + r0 * stride, sizeof(float),
-                    stride * static_cast<GSpacing>(sizeof(float)));
-#pragma omp parallel for schedule(static) if (nr * wc >= kParallelMinPixels)
+        for_each_strip(path_, band_, im.band, w, strip_rows(wc, im.block_rows),
+                       [&](GDALRasterBand* band, int64_t r0, int64_t nr) {
+            Impl::read_from(band, path_, w, w.row0 + r0, nr, GDT_Float32, phase + r0 * stride, sizeof(float),
+                            stride * static_cast<GSpacing>(sizeof(float)));
             for (int64_t r = r0; r < r0 + nr; ++r) {
                 float* ph = phase + r * stride;
                 uint8_t* va = valid + r * stride;
@@ -286,18 +341,15 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
                     if (bad) ph[c] = 0.0f;
                 }
             }
-        }
+        });
         return;
     }
 
     // Int32, UInt32, Float64: compare with nodata in double, then narrow.
-    const int64_t sr = strip_rows(wc, im.block_rows);
-    std::vector<double> buf;
-    for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
-        const int64_t nr = std::min(sr, w.rows - r0);
-        buf.resize(static_cast<size_t>(nr * wc));
-        im.read(path_, w, w.row0 + r0, nr, GDT_Float64, buf.data(), 8, wc * 8);
-#pragma omp parallel for schedule(static) if (nr * wc >= kParallelMinPixels)
+    for_each_strip(path_, band_, im.band, w, strip_rows(wc, im.block_rows),
+                   [&](GDALRasterBand* band, int64_t r0, int64_t nr) {
+        std::vector<double> buf(static_cast<size_t>(nr * wc));
+        Impl::read_from(band, path_, w, w.row0 + r0, nr, GDT_Float64, buf.data(), 8, wc * 8);
         for (int64_t r = 0; r < nr; ++r) {
             float* ph = phase + (r0 + r) * stride;
             uint8_t* va = valid + (r0 + r) * stride;
@@ -308,7 +360,7 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
                 ph[c] = bad ? 0.0f : static_cast<float>(v);
             }
         }
-    }
+    });
 }
 
 void RasterReader::read_float(const Window& w, float* out, int64_t stride) const {

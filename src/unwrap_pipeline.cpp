@@ -18,6 +18,7 @@
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "io/raster_reader.h"
+#include "src/host_buffer.h"
 #include "src/progress.h"
 #include "src/quicklook.h"
 #include "src/result_attributes.h"
@@ -46,7 +47,7 @@ constexpr float kMaxAbsPhase = 64.0f * std::numbers::pi_v<float>;  // section 2 
 // Reads the buffer window (own + halo); returns the largest |phase| seen.
 float read_inputs(const UnwrapOptions& opt, const RasterReader& in, const RegionArrays& a) {
     const Window own = a.buf;
-    std::vector<uint8_t> valid(static_cast<size_t>(a.buf.size()));
+    HostBuffer<uint8_t> valid(static_cast<size_t>(a.buf.size()));
     in.read_phase(own, a.phase, valid.data(), a.buf.cols);
     float worst = 0;
 #pragma omp parallel for reduction(max : worst)
@@ -54,7 +55,6 @@ float read_inputs(const UnwrapOptions& opt, const RasterReader& in, const Region
         a.flags[i] = valid[static_cast<size_t>(i)] ? 0 : kInvalid;
         worst = std::max(worst, std::fabs(a.phase[i]));
     }
-    valid = {};
     if (!opt.mask.empty()) {
         RasterReader m(opt.mask, 1);
         std::vector<uint8_t> buf(static_cast<size_t>(kRowBlock * own.cols));
@@ -166,10 +166,10 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
     rep.cols = W;
 
     const Window own = grid.own(rank), buf = grid.buffer(rank);
-    std::vector<float> phase(static_cast<size_t>(buf.size()));
-    std::vector<uint8_t> flags(static_cast<size_t>(buf.size()));
-    std::vector<uint32_t> label(static_cast<size_t>(buf.size()));
-    std::vector<int32_t> cycles(opt.save_cycles ? static_cast<size_t>(buf.size()) : 0);
+    HostBuffer<float> phase(static_cast<size_t>(buf.size()));
+    HostBuffer<uint8_t> flags(static_cast<size_t>(buf.size()));
+    HostBuffer<uint32_t> label(static_cast<size_t>(buf.size()));
+    HostBuffer<int32_t> cycles(opt.save_cycles ? static_cast<size_t>(buf.size()) : 0);
     RegionArrays a{H, W, buf, phase.data(), flags.data(), label.data(), opt.save_cycles ? cycles.data() : nullptr};
     float worst = 0;
     agree(comm, [&] {
@@ -177,6 +177,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
         inject_error_for_tests(rank, "read");
     });
     int64_t valid = 0;
+#pragma omp parallel for reduction(+ : valid) schedule(static)
     for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
         for (int64_t c = own.col0; c < own.col0 + own.cols; ++c) valid += !(flags[static_cast<size_t>(a.index(r, c))] & kInvalid);
     valid = comm.sum(valid);
