@@ -1,6 +1,8 @@
 // `tessera background` (src/background_command.h).
-#include "src/progress.h"
 #include "src/background_command.h"
+
+#include "src/progress.h"
+#include "src/rank_device.h"
 
 #include <hdf5.h>
 #include <mpi.h>
@@ -142,23 +144,7 @@ Backend parse_backend(const std::string& name) {
 const char* backend_name(Backend b) { return b == Backend::kCuda ? "cuda" : "cpu"; }
 
 void select_backend_device(Backend b, MPI_Comm comm) {
-    if (b != Backend::kCuda) return;
-    // One GPU per rank where there are enough, by the rank's index among its node's ranks.
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm node;
-    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    int local_rank = 0, local_size = 1;
-    MPI_Comm_rank(node, &local_rank);
-    MPI_Comm_size(node, &local_size);
-    MPI_Comm_free(&node);
-    agree_on_errors(comm, [&] {
-        try {
-            select_cuda_device(local_rank, local_size, -1, /*share=*/true);
-        } catch (const std::runtime_error& e) {
-            throw InputError("GPU", e.what());
-        }
-    });
+    if (b == Backend::kCuda) select_rank_device(comm, -1, /*share=*/true);
 }
 
 void run_guarded(const std::function<void()>& body) {

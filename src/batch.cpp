@@ -25,6 +25,7 @@
 #include "io/raster_reader.h"
 #include "src/frame_lanes.h"
 #include "src/hologram_command.h"
+#include "src/rank_device.h"
 #include "src/result_attributes.h"
 
 namespace tessera {
@@ -95,17 +96,6 @@ void prepare_output_directory(MPI_Comm comm, const std::string& dir) {
 }
 
 int default_lanes(Backend backend) { return backend == Backend::kCuda ? 4 : 1; }
-
-std::pair<int, int> node_local_rank(MPI_Comm comm) {
-    int rank = 0, local_rank = 0, local_size = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm node;
-    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &local_rank);
-    MPI_Comm_size(node, &local_size);
-    MPI_Comm_free(&node);
-    return {local_rank, local_size};
-}
 
 std::string lanes_unsupported(const UnwrapOptions& base, const FrameBatchOptions& frames) {
     if (!frames.from_hologram) return "wrapped-phase inputs";

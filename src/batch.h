@@ -72,8 +72,6 @@ void run_input_frames(const std::vector<std::string>& inputs, const std::vector<
 // already use the cores).
 int default_lanes(Backend backend);
 
-// This rank's index and the rank count on its node (collective over `comm`): its GPU.
-std::pair<int, int> node_local_rank(MPI_Comm comm);
 
 // --from-hologram and the frame lanes of `tessera unwrap` batches.
 struct FrameBatchOptions {

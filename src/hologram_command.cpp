@@ -13,6 +13,7 @@
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "src/batch.h"
+#include "src/rank_device.h"
 #include "src/frame_lanes.h"
 
 namespace tessera {

@@ -21,6 +21,7 @@
 #include "src/host_buffer.h"
 #include "src/progress.h"
 #include "src/quicklook.h"
+#include "src/rank_device.h"
 #include "src/result_attributes.h"
 #include "src/unwrap_region.h"
 #include "partition/comm.h"
@@ -141,22 +142,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
         if (!opt.quicklook.empty()) check_output_directory(opt.quicklook);
         grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
     });
-    if (opt.backend == Backend::kCuda) {
-        // One GPU per rank, picked by the rank's index among the ranks of its node.
-        MPI_Comm node;
-        MPI_Comm_split_type(mpi_comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-        int local_rank = 0, local_size = 1;
-        MPI_Comm_rank(node, &local_rank);
-        MPI_Comm_size(node, &local_size);
-        MPI_Comm_free(&node);
-        agree(comm, [&] {
-            try {
-                select_cuda_device(local_rank, local_size, opt.device, opt.share_gpus);
-            } catch (const std::runtime_error& e) {
-                throw InputError("GPU", e.what());
-            }
-        });
-    }
+    if (opt.backend == Backend::kCuda) select_rank_device(mpi_comm, opt.device, opt.share_gpus);
     const RasterInfo& info = in->info();
     const int64_t H = info.rows, W = info.cols;
     // Created before any work so that a bad output path fails first; removed unless committed.
