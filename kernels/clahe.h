@@ -104,6 +104,11 @@ void clahe_apply(const uint16_t* img, const uint8_t* valid, const Window& own, i
                  const ClaheParams& p, const ClaheRange& range, const uint16_t* lut, uint8_t* out,
                  int64_t out_stride);
 
+// The range every rank uses (collective over comm): the ranks' local ranges merged (min and
+// max are exact in any order), or p's fixed range; throws std::runtime_error("no valid
+// pixels") alike on every rank when no rank saw one. Both backends' clahe() use it.
+ClaheRange clahe_global_range(const ClaheRange& local, const ClaheParams& p, Comm& comm);
+
 // Collective over comm (every rank, its own window, possibly empty): range allreduce
 // (unless fixed), histograms, one allreduce of the histograms, LUTs, interpolation.
 // Throws std::invalid_argument (bad parameters) or std::runtime_error("no valid pixels")

@@ -223,18 +223,7 @@ ClaheRange clahe_collective(const T* img, const uint8_t* valid, const Window& ow
     const ClaheGrid g = make_clahe_grid(H, W, p);
     if (std::is_same_v<O, uint8_t> && p.out_bits != 8)
         throw std::invalid_argument("clahe: an 8-bit output buffer needs out_bits = 8");
-    ClaheRange local = local_range(img, valid, own, stride);
-    ClaheRange range;
-    double mm[2] = {local.lo, -local.hi}, gm[2];
-    MPI_Allreduce(mm, gm, 2, MPI_DOUBLE, MPI_MIN, comm.get());  // min and max are exact in any order
-    range.lo = gm[0];
-    range.hi = -gm[1];
-    range.count = comm.sum(local.count);
-    if (range.count == 0) throw std::runtime_error("no valid pixels");
-    if (p.fixed_range) {
-        range.lo = p.lo;
-        range.hi = p.hi;
-    }
+    const ClaheRange range = clahe_global_range(local_range(img, valid, own, stride), p, comm);
     std::vector<uint32_t> hist(static_cast<size_t>(g.tiles()) * static_cast<size_t>(p.nbins), 0);
     histograms(img, valid, own, stride, g, p, range, hist.data());
     if (comm.size() > 1 &&
@@ -274,6 +263,19 @@ ClaheGrid make_clahe_grid(int64_t H, int64_t W, const ClaheParams& p) {
     g.ty = p.tile_rows;
     g.tx = p.tile_cols;
     return g;
+}
+
+ClaheRange clahe_global_range(const ClaheRange& local, const ClaheParams& p, Comm& comm) {
+    ClaheRange range;
+    range.lo = -comm.max(-local.lo);  // min and max are exact in any order
+    range.hi = comm.max(local.hi);
+    range.count = comm.sum(local.count);
+    if (range.count == 0) throw std::runtime_error("no valid pixels");
+    if (p.fixed_range) {
+        range.lo = p.lo;
+        range.hi = p.hi;
+    }
+    return range;
 }
 
 ClaheRange clahe_local_range(const float* img, const uint8_t* valid, const Window& own, int64_t stride) {

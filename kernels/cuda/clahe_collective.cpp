@@ -23,19 +23,7 @@ ClaheRange collective(const T* img, const uint8_t* valid, const Window& own, int
     const ClaheGrid g = make_clahe_grid(H, W, p);
     if (std::is_same_v<O, uint8_t> && p.out_bits != 8)
         throw std::invalid_argument("clahe: an 8-bit output buffer needs out_bits = 8");
-    const ClaheRange local = clahe_local_range(img, valid, own, stride, s);
-    ClaheRange range;
-    double mm[2] = {local.lo, -local.hi}, gm[2];
-    if (MPI_Allreduce(mm, gm, 2, MPI_DOUBLE, MPI_MIN, comm.get()) != MPI_SUCCESS)  // exact in any order
-        throw std::runtime_error("MPI_Allreduce of the CLAHE range failed");
-    range.lo = gm[0];
-    range.hi = -gm[1];
-    range.count = comm.sum(local.count);
-    if (range.count == 0) throw std::runtime_error("no valid pixels");
-    if (p.fixed_range) {
-        range.lo = p.lo;
-        range.hi = p.hi;
-    }
+    const ClaheRange range = tessera::clahe_global_range(clahe_local_range(img, valid, own, stride, s), p, comm);
     const size_t nh = static_cast<size_t>(g.tiles()) * static_cast<size_t>(p.nbins);
     StreamBuffer<uint32_t> hist(nh, s, "cudaMallocAsync (clahe histograms)");
     StreamBuffer<uint16_t> lut(nh, s, "cudaMallocAsync (clahe LUTs)");
