@@ -76,6 +76,10 @@ struct CarrierPeak {
 // that size (plans: FFTW_ESTIMATE, see the note above). Not copyable. Making and
 // destroying plans is serialised internally (FFTW's planner is not thread-safe);
 // one plan may be used by one thread at a time, different plans concurrently.
+// Throws std::invalid_argument for a hologram smaller than 2x2 or too large for one FFT
+// (32-bit sizes and shifted indices); both backends' plans check it.
+void check_hologram_size(int64_t rows, int64_t cols);
+
 class HologramPlan {
 public:
     HologramPlan(int64_t rows, int64_t cols);  // throws std::invalid_argument if < 2x2

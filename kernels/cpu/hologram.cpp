@@ -40,13 +40,17 @@ int64_t signed_freq(int64_t i, int64_t n) { return i <= (n - 1) / 2 ? i : i - n;
 
 }  // namespace
 
-HologramPlan::HologramPlan(int64_t rows, int64_t cols) : rows_(rows), cols_(cols) {
+void check_hologram_size(int64_t rows, int64_t cols) {
     if (rows < 2 || cols < 2)
         throw std::invalid_argument("hologram of " + std::to_string(cols) + "x" + std::to_string(rows) +
                                     " (cols x rows); at least 2x2 is needed");
     if (rows > std::numeric_limits<int>::max() / 2 || cols > std::numeric_limits<int>::max() / 2 ||
         rows * cols > std::numeric_limits<int>::max())
         throw std::invalid_argument("hologram too large for one FFT");
+}
+
+HologramPlan::HologramPlan(int64_t rows, int64_t cols) : rows_(rows), cols_(cols) {
+    check_hologram_size(rows, cols);
     const auto n = static_cast<size_t>(rows * cols);
     const auto nh = static_cast<size_t>(rows * half_cols());
     const int H = static_cast<int>(rows), W = static_cast<int>(cols);

@@ -90,13 +90,7 @@ struct HologramPlan::Impl {
     bool enqueued = false, last_detected = false, last_amp = false;
 
     Impl(int64_t rows, int64_t cols, cudaStream_t stream, int dev) : H(rows), W(cols) {
-        if (rows < 2 || cols < 2)
-            throw std::invalid_argument("hologram of " + std::to_string(cols) + "x" + std::to_string(rows) +
-                                        " (cols x rows); at least 2x2 is needed");
-        // cuFFT's 32-bit sizes, and 32-bit shifted indices in the carrier search's key.
-        if (rows > std::numeric_limits<int>::max() / 2 || cols > std::numeric_limits<int>::max() / 2 ||
-            rows * cols > std::numeric_limits<int>::max())
-            throw std::invalid_argument("hologram too large for one FFT");
+        check_hologram_size(rows, cols);  // cuFFT's 32-bit sizes, 32-bit shifted indices in the carrier key
         n = H * W;
         nh = H * (W / 2 + 1);
         if (dev < 0) check(cudaGetDevice(&dev), "cudaGetDevice");
