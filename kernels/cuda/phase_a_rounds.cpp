@@ -28,18 +28,19 @@ DevicePhaseARounds::~DevicePhaseARounds() { release(); }
 void DevicePhaseARounds::bind(std::span<const Residue> res, std::span<const uint8_t> owned, const Window& area,
                               int64_t cell, int64_t limit, int64_t H, int64_t W) {
     if (owned.size() != res.size()) throw std::invalid_argument("cuda phase A: owned flags differ in length");
-    bind_common(static_cast<int64_t>(res.size()), res.data(), false, owned.data(), area, cell, limit, H, W);
+    bind_common(static_cast<int64_t>(res.size()), res.data(), nullptr, owned.data(), area, cell, limit, H, W);
 }
 
-void DevicePhaseARounds::bind_device(const DeviceResidue* res, int64_t n, const Window& area, int64_t cell,
-                                     int64_t limit, int64_t H, int64_t W) {
-    bind_common(n, res, true, nullptr, area, cell, limit, H, W);
+void DevicePhaseARounds::bind_device(DeviceResidue* res, int64_t n, const Window& area, int64_t cell, int64_t limit,
+                                     int64_t H, int64_t W) {
+    bind_common(n, nullptr, res, nullptr, area, cell, limit, H, W);
 }
 
-void DevicePhaseARounds::bind_common(int64_t n, const void* res, bool on_device, const uint8_t* owned,
+void DevicePhaseARounds::bind_common(int64_t n, const Residue* host_res, DeviceResidue* adopted, const uint8_t* owned,
                                      const Window& area, int64_t cell, int64_t limit, int64_t H, int64_t W) {
-    if (n >= int64_t{0x7fffffff}) throw std::invalid_argument("cuda phase A: 2^31 residues or more");
     release();
+    if (adopted) owned_allocs_.push_back(adopted);  // freed with the rest, whatever happens next
+    if (n >= int64_t{0x7fffffff}) throw std::invalid_argument("cuda phase A: 2^31 residues or more");
     limit_ = limit;
     H_ = H;
     W_ = W;
@@ -54,7 +55,7 @@ void DevicePhaseARounds::bind_common(int64_t n, const void* res, bool on_device,
     const int64_t cells = g_.crows * g_.ccols;
     try {
         st_.n = n;
-        auto* d_res = alloc<DeviceResidue>(n);
+        DeviceResidue* d_res = adopted ? adopted : alloc<DeviceResidue>(n);
         auto* d_owned = alloc<uint8_t>(n);
         st_.res = d_res;
         st_.owned = d_owned;
@@ -69,9 +70,10 @@ void DevicePhaseARounds::bind_common(int64_t n, const void* res, bool on_device,
         scratch_ = alloc<char>(static_cast<int64_t>(scratch_bytes_));
         d_active_ = alloc<unsigned long long>(1);
         if (n > 0) {
-            check(cudaMemcpyAsync(d_res, res, static_cast<size_t>(n) * sizeof(DeviceResidue),
-                                  on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice, s_),
-                  "phase A (residues)");
+            if (host_res)
+                check(cudaMemcpyAsync(d_res, host_res, static_cast<size_t>(n) * sizeof(DeviceResidue),
+                                      cudaMemcpyHostToDevice, s_),
+                      "phase A (upload residues)");
             if (owned)
                 check(cudaMemcpyAsync(d_owned, owned, static_cast<size_t>(n), cudaMemcpyHostToDevice, s_),
                       "phase A (upload owned flags)");
@@ -81,7 +83,7 @@ void DevicePhaseARounds::bind_common(int64_t n, const void* res, bool on_device,
         phase_a_reset(st_, s_);
         build_residue_grid(d_res, n, g_, cursor_, scratch_, scratch_bytes_, s_);
         // Host spans may go after bind; device input needs no wait (stream order).
-        if (!on_device) check(cudaStreamSynchronize(s_), "phase A (bind)");
+        if (host_res) check(cudaStreamSynchronize(s_), "phase A (bind)");
     } catch (...) {
         release();
         throw;

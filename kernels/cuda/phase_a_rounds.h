@@ -23,8 +23,9 @@ public:
 
     void bind(std::span<const Residue> res, std::span<const uint8_t> owned, const Window& area, int64_t cell,
               int64_t limit, int64_t H, int64_t W) override;
-    // bind() from residues already in device memory (copied in stream order), all owned: one rank.
-    void bind_device(const DeviceResidue* res, int64_t n, const Window& area, int64_t cell, int64_t limit, int64_t H,
+    // bind() from residues already in device memory, all owned (one rank): `res` is a
+    // stream-ordered allocation (cudaMallocAsync on this stream) that the rounds take over.
+    void bind_device(DeviceResidue* res, int64_t n, const Window& area, int64_t cell, int64_t limit, int64_t H,
                      int64_t W);
     int64_t search() override;
     void export_states(std::span<const int32_t> locals, int32_t* partner, uint8_t* matched) override;
@@ -36,8 +37,8 @@ public:
     const DevicePhaseA& state() const { return st_; }
 
 private:
-    void bind_common(int64_t n, const void* res, bool on_device, const uint8_t* owned, const Window& area,
-                     int64_t cell, int64_t limit, int64_t H, int64_t W);
+    void bind_common(int64_t n, const Residue* host_res, DeviceResidue* adopted, const uint8_t* owned,
+                     const Window& area, int64_t cell, int64_t limit, int64_t H, int64_t W);
     template <class T>
     T* alloc(int64_t count);
     void exchange_room(int64_t m);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "kernels/cuda/device_matching.h"
 #include "kernels/cuda/kernels.h"
@@ -358,7 +359,7 @@ MatchStats Region::match_alone(int64_t max_distance, std::vector<Residue>* resid
     const int64_t charged = compact_charges(m.d, m.own, m.nodes, m.s);
     DeviceResidue* d_res_raw = nullptr;
     st.residues = expand_residues(m.d, m.own, m.nodes, charged, &d_res_raw, m.s);
-    StreamBuffer<DeviceResidue> d_res(d_res_raw, m.s);
+    StreamBuffer<DeviceResidue> d_res(d_res_raw, m.s);  // until phase A takes it over
     if (residues_out) {
         residues_out->resize(static_cast<size_t>(st.residues));
         if (st.residues > 0)
@@ -378,7 +379,7 @@ MatchStats Region::match_alone(int64_t max_distance, std::vector<Residue>* resid
         const int64_t row0 = std::max<int64_t>(0, m.own.row0 - D - 1), col0 = std::max<int64_t>(0, m.own.col0 - D - 1);
         const Window area{row0, col0, std::min(H, m.own.row0 + m.own.rows + D + 1) - row0,
                           std::min(W, m.own.col0 + m.own.cols + D + 1) - col0};
-        rounds.bind_device(d_res.p, st.residues, area, kPhaseACell, D, H, W);
+        rounds.bind_device(std::exchange(d_res.p, nullptr), st.residues, area, kPhaseACell, D, H, W);
         while (rounds.search() > 0) {  // no halo: no exchange, no second decision
             ++st.rounds;
             rounds.decide(false);
