@@ -24,37 +24,12 @@
 #include "partition/matching.h"
 #include "partition/rank_grid.h"
 #include "support/gpu_skip.h"
+#include "support/random_residues.h"
 
 namespace tessera {
 namespace {
 
-// Random charges on an H x W image: mostly +-1, some of magnitude 2-3, some on the border
-// plaquettes; `clustered` puts half of them next to the previous one. Sorted by id.
-std::vector<Residue> random_residues(int64_t H, int64_t W, int count, uint32_t seed, bool clustered) {
-    std::mt19937 rng(seed);
-    std::vector<Residue> res;
-    std::set<std::pair<int64_t, int64_t>> used;
-    std::uniform_int_distribution<int64_t> R(0, H - 2), C(0, W - 2);
-    std::uniform_int_distribution<int> pct(0, 99);
-    for (int k = 0; k < count; ++k) {
-        int64_t r = R(rng), c = C(rng);
-        const int roll = pct(rng);
-        if (roll < 10) r = (roll % 2) ? 0 : H - 2;
-        if (roll >= 10 && roll < 20) c = (roll % 2) ? 0 : W - 2;
-        if (clustered && !res.empty() && roll >= 20 && roll < 70) {
-            const Residue& p = res.back();
-            r = std::clamp<int64_t>(p.r + (roll % 5) - 2, 0, H - 2);
-            c = std::clamp<int64_t>(p.c + (roll % 3) - 1, 0, W - 2);
-        }
-        if (!used.insert({r, c}).second) continue;
-        const int mag = (pct(rng) < 8) ? 2 + pct(rng) % 2 : 1;
-        const int sign = pct(rng) < 50 ? 1 : -1;
-        for (int s = 0; s < mag; ++s)
-            res.push_back({residue_id(r, c, W, s), static_cast<int32_t>(r), static_cast<int32_t>(c), sign});
-    }
-    std::sort(res.begin(), res.end(), [](const Residue& a, const Residue& b) { return a.id < b.id; });
-    return res;
-}
+using testing::random_residues;
 
 // A residue on every `step`-th plaquette (charge up to 2): equal weights everywhere.
 std::vector<Residue> dense_residues(int64_t H, int64_t W, int64_t step, uint32_t seed) {

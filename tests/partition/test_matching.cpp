@@ -11,9 +11,12 @@
 #include "kernels/residue_grid.h"
 #include "kernels/phase_a.h"
 #include "partition/matching.h"
+#include "support/random_residues.h"
 
 namespace tessera {
 namespace {
+
+using testing::random_residues;
 
 // The oracle: every candidate edge, sorted by (weight, lower id, higher id), scanned once.
 std::vector<Cut> serial_greedy(const std::vector<Residue>& res, int64_t H, int64_t W) {
@@ -48,32 +51,6 @@ std::vector<Cut> serial_greedy(const std::vector<Residue>& res, int64_t H, int64
     return cuts;
 }
 
-// Random charges on an H x W image: mostly +-1, some of magnitude 2-3, some on the border plaquettes.
-std::vector<Residue> random_residues(int64_t H, int64_t W, int count, uint32_t seed, bool clustered) {
-    std::mt19937 rng(seed);
-    std::vector<Residue> res;
-    std::set<std::pair<int64_t, int64_t>> used;
-    std::uniform_int_distribution<int64_t> R(0, H - 2), C(0, W - 2);
-    std::uniform_int_distribution<int> pct(0, 99);
-    for (int k = 0; k < count; ++k) {
-        int64_t r = R(rng), c = C(rng);
-        const int roll = pct(rng);
-        if (roll < 10) r = (roll % 2) ? 0 : H - 2;  // border rows
-        if (roll >= 10 && roll < 20) c = (roll % 2) ? 0 : W - 2;
-        if (clustered && !res.empty() && roll >= 20 && roll < 70) {  // a neighbour of the last one
-            const Residue& p = res.back();
-            r = std::clamp<int64_t>(p.r + (roll % 5) - 2, 0, H - 2);
-            c = std::clamp<int64_t>(p.c + (roll % 3) - 1, 0, W - 2);
-        }
-        if (!used.insert({r, c}).second) continue;
-        const int mag = (pct(rng) < 8) ? 2 + pct(rng) % 2 : 1;
-        const int sign = pct(rng) < 50 ? 1 : -1;
-        for (int s = 0; s < mag; ++s)
-            res.push_back({residue_id(r, c, W, s), static_cast<int32_t>(r), static_cast<int32_t>(c), sign});
-    }
-    std::sort(res.begin(), res.end(), [](const Residue& a, const Residue& b) { return a.id < b.id; });
-    return res;
-}
 
 struct Case {
     int64_t H, W;
