@@ -45,7 +45,7 @@ private:
 };
 
 // Stream-ordered scratch (cudaMallocAsync): no device-wide synchronisation, freed on the
-// stream at the end of its scope.
+// stream at the end of its scope unless released.
 template <class T>
 class StreamBuffer {
 public:
@@ -54,10 +54,15 @@ public:
         check(cudaMallocAsync(&p, std::max<size_t>(count, 1) * sizeof(T), s), what);
         p_ = static_cast<T*>(p);
     }
-    ~StreamBuffer() { (void)cudaFreeAsync(p_, s_); }
+    // Takes over an allocation made on stream s (cudaMallocAsync); null is fine.
+    StreamBuffer(T* adopt, cudaStream_t s) : p_(adopt), s_(s) {}
+    ~StreamBuffer() {
+        if (p_) (void)cudaFreeAsync(p_, s_);
+    }
     StreamBuffer(const StreamBuffer&) = delete;
     StreamBuffer& operator=(const StreamBuffer&) = delete;
     T* get() const { return p_; }
+    T* release() { return std::exchange(p_, nullptr); }  // the caller frees it now
 
 private:
     T* p_ = nullptr;

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_matching.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/phase_a_rounds.h"
@@ -324,22 +325,6 @@ void rasterise_host_cuts(const DeviceArrays& d, const Window& own, std::span<con
     check(cudaStreamSynchronize(s), "place_cuts (sync)");
 }
 
-// A stream-ordered device allocation freed on scope exit.
-template <class T>
-struct StreamBuffer {
-    T* p = nullptr;
-    cudaStream_t s;
-    StreamBuffer(size_t count, cudaStream_t st, const char* what) : s(st) {
-        check(cudaMallocAsync(reinterpret_cast<void**>(&p), std::max<size_t>(count, 1) * sizeof(T), s), what);
-    }
-    StreamBuffer(T* adopt, cudaStream_t st) : p(adopt), s(st) {}
-    ~StreamBuffer() {
-        if (p) (void)cudaFreeAsync(p, s);
-    }
-    StreamBuffer(const StreamBuffer&) = delete;
-    StreamBuffer& operator=(const StreamBuffer&) = delete;
-};
-
 }  // namespace
 
 void Region::place_cuts(std::span<const Cut> cuts) {
@@ -363,7 +348,7 @@ MatchStats Region::match_alone(int64_t max_distance, std::vector<Residue>* resid
     if (residues_out) {
         residues_out->resize(static_cast<size_t>(st.residues));
         if (st.residues > 0)
-            check(cudaMemcpyAsync(residues_out->data(), d_res.p, static_cast<size_t>(st.residues) * sizeof(Residue),
+            check(cudaMemcpyAsync(residues_out->data(), d_res.get(), static_cast<size_t>(st.residues) * sizeof(Residue),
                                   cudaMemcpyDeviceToHost, m.s),
                   "match_alone (download residues)");
         check(cudaStreamSynchronize(m.s), "match_alone (residues)");
@@ -379,7 +364,7 @@ MatchStats Region::match_alone(int64_t max_distance, std::vector<Residue>* resid
         const int64_t row0 = std::max<int64_t>(0, m.own.row0 - D - 1), col0 = std::max<int64_t>(0, m.own.col0 - D - 1);
         const Window area{row0, col0, std::min(H, m.own.row0 + m.own.rows + D + 1) - row0,
                           std::min(W, m.own.col0 + m.own.cols + D + 1) - col0};
-        rounds.bind_device(std::exchange(d_res.p, nullptr), st.residues, area, kPhaseACell, D, H, W);
+        rounds.bind_device(d_res.release(), st.residues, area, kPhaseACell, D, H, W);
         while (rounds.search() > 0) {  // no halo: no exchange, no second decision
             ++st.rounds;
             rounds.decide(false);
@@ -387,16 +372,16 @@ MatchStats Region::match_alone(int64_t max_distance, std::vector<Residue>* resid
         }
         StreamBuffer<DeviceResidue> d_left(static_cast<size_t>(st.residues), m.s, "match_alone (leftovers)");
         StreamBuffer<MatesSummary> d_sum(1, m.s, "match_alone (summary)");
-        check(cudaMemsetAsync(d_sum.p, 0, sizeof(MatesSummary), m.s), "match_alone (clear summary)");
-        rasterise_mates(m.d, m.own, rounds.state(), d_left.p, d_sum.p, m.s);
+        check(cudaMemsetAsync(d_sum.get(), 0, sizeof(MatesSummary), m.s), "match_alone (clear summary)");
+        rasterise_mates(m.d, m.own, rounds.state(), d_left.get(), d_sum.get(), m.s);
         MatesSummary sum;
-        check(cudaMemcpyAsync(&sum, d_sum.p, sizeof(sum), cudaMemcpyDeviceToHost, m.s), "match_alone (summary)");
+        check(cudaMemcpyAsync(&sum, d_sum.get(), sizeof(sum), cudaMemcpyDeviceToHost, m.s), "match_alone (summary)");
         check(cudaStreamSynchronize(m.s), "match_alone (mates)");
         st.phase_a_pairs = static_cast<int64_t>(sum.pairs);
         st.phase_a_ground = static_cast<int64_t>(sum.ground);
         left.resize(static_cast<size_t>(sum.leftovers));
         if (!left.empty()) {
-            check(cudaMemcpyAsync(left.data(), d_left.p, left.size() * sizeof(Residue), cudaMemcpyDeviceToHost, m.s),
+            check(cudaMemcpyAsync(left.data(), d_left.get(), left.size() * sizeof(Residue), cudaMemcpyDeviceToHost, m.s),
                   "match_alone (download leftovers)");
             check(cudaStreamSynchronize(m.s), "match_alone (leftovers)");
         }

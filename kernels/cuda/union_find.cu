@@ -41,6 +41,7 @@
 #include <climits>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/kernels.h"
 
 namespace tessera::cuda {
@@ -666,23 +667,6 @@ struct Pending {
     bool sorted = false;
 };
 
-// Frees a stream-ordered allocation on scope exit unless released.
-struct AsyncMem {
-    void* p = nullptr;
-    cudaStream_t s;
-    AsyncMem(void* q, cudaStream_t st) : p(q), s(st) {}
-    void* release() {
-        void* q = p;
-        p = nullptr;
-        return q;
-    }
-    ~AsyncMem() {
-        if (p) (void)cudaFreeAsync(p, s);
-    }
-    AsyncMem(const AsyncMem&) = delete;
-    AsyncMem& operator=(const AsyncMem&) = delete;
-};
-
 constexpr int64_t kHostSortMax = 4096;  // records sorted on the host up to this many
 
 // The tiles' union-find, the flatten and the counts; the roots' records into p.
@@ -700,7 +684,7 @@ int64_t union_find_pass(const DeviceArrays& a, const Window& own, uint64_t* node
     char* buf = nullptr;
     check(cudaMallocAsync(reinterpret_cast<void**>(&buf), list_off + static_cast<size_t>(cap) * sizeof(uint64_t), s),
           "union_find (cudaMallocAsync)");
-    AsyncMem guard(buf, s);
+    StreamBuffer<char> guard(buf, s);
     Scratch sc;
     sc.conflicts = reinterpret_cast<unsigned long long*>(buf);
     sc.nroots = reinterpret_cast<unsigned long long*>(buf + 8);
@@ -731,7 +715,7 @@ int64_t union_find_pass(const DeviceArrays& a, const Window& own, uint64_t* node
         // The list overflowed (more than own/128 components): the counts are in the root
         // words; select them in order, then reset the roots.
         select_counted_roots(own, nodes, n, &p.mem, &p.recs, s);
-        AsyncMem sel(p.mem, s);
+        StreamBuffer<char> sel(static_cast<char*>(p.mem), s);
         root_words_kernel<<<static_cast<int>(std::min<int64_t>((n + 255) / 256, 1024)), 256, 0, s>>>(nodes, p.recs,
                                                                                                       n, false);
         check(cudaGetLastError(), "union_find reset (launch)");
@@ -747,7 +731,7 @@ int64_t union_find_pass(const DeviceArrays& a, const Window& own, uint64_t* node
 
 // The records of p, ascending by root, onto the host; the counts back into the root words.
 void harvest_records(uint64_t* nodes, Pending& p, std::vector<uint64_t>& out, cudaStream_t s) {
-    AsyncMem mem(p.mem, s);
+    StreamBuffer<char> mem(static_cast<char*>(p.mem), s);
     if (p.n == 0) return;
     const int blocks = static_cast<int>(std::min<int64_t>((p.n + 255) / 256, 1024));
     root_words_kernel<<<blocks, 256, 0, s>>>(nodes, p.recs, p.n, true);
@@ -769,7 +753,7 @@ void harvest_records(uint64_t* nodes, Pending& p, std::vector<uint64_t>& out, cu
         check(e, "component_records (sort)");
         src = sorted;
     }
-    AsyncMem sort_guard(sort_mem, s);
+    StreamBuffer<char> sort_guard(static_cast<char*>(sort_mem), s);
     out.resize(static_cast<size_t>(p.n));
     check(cudaMemcpyAsync(out.data(), src, static_cast<size_t>(p.n) * sizeof(uint64_t), cudaMemcpyDeviceToHost, s),
           "component_records (download)");
