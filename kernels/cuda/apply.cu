@@ -7,6 +7,7 @@
 // kRootMark in the root's flags; apply_offsets then reads its root's word. Neither pass writes
 // a word or flag that another thread of the same pass reads.
 #include <cstring>
+#include <stdexcept>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/kernels.h"
@@ -27,8 +28,9 @@ __global__ void mark_kernel(DeviceArrays a, Window own, uint64_t* nodes, const D
 }
 
 // One pixel's final values (w: its word; rec: its root's, holding (label, offset)).
+template <class L>
 __device__ __forceinline__ void apply_pixel(DeviceArrays& a, int64_t i, int64_t l, uint8_t f, uint64_t w, uint64_t rec,
-                                            uint32_t* label, int32_t* cycles) {
+                                            L* label, int32_t* cycles) {
     if (f & kUnreliable) {  // invalid or low coherence: NaN, label 0, k 0
         a.phase[i] = __int_as_float(0x7fc00000);  // std::numeric_limits<float>::quiet_NaN()
         label[l] = 0;
@@ -46,7 +48,7 @@ __device__ __forceinline__ void apply_pixel(DeviceArrays& a, int64_t i, int64_t 
     k += dev::potential(rec);
     // Section 4: u = phi + 6.2831855f * k, float32, each operation rounded, no FMA.
     a.phase[i] = __fadd_rn(a.phase[i], __fmul_rn(kTwoPiF, __int2float_rn(k)));
-    label[l] = dev::parent(rec);
+    label[l] = static_cast<L>(dev::parent(rec));  // apply() chose L wide enough for every label
     if (cycles) cycles[l] = k;
 }
 
@@ -54,7 +56,8 @@ __device__ __forceinline__ void apply_pixel(DeviceArrays& a, int64_t i, int64_t 
 // thread are issued before its first use (memory-level parallelism for a bandwidth-bound pass).
 constexpr int kApplyPer = 4, kApplyRun = 32 * kApplyPer;
 
-__global__ void apply_kernel(DeviceArrays a, Window own, int64_t y0, int64_t y1, const uint64_t* nodes, uint32_t* label,
+template <class L>
+__global__ void apply_kernel(DeviceArrays a, Window own, int64_t y0, int64_t y1, const uint64_t* nodes, L* label,
                              int32_t* cycles) {
     const int64_t x0 = static_cast<int64_t>(blockIdx.x) * kApplyRun + threadIdx.x;
     if (x0 >= own.cols) return;
@@ -91,10 +94,23 @@ void mark_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const
 }
 
 void apply_offsets(const DeviceArrays& a, const Window& own, int64_t y0, int64_t y1, const uint64_t* nodes,
-                   uint32_t* label, int32_t* cycles, cudaStream_t s) {
+                   void* label, int label_bytes, int32_t* cycles, cudaStream_t s) {
     if (own.cols <= 0 || y1 <= y0) return;
     const Window band{own.row0 + y0, own.col0, y1 - y0, (own.cols + kApplyPer - 1) / kApplyPer};
-    apply_kernel<<<pixel_grid(band), dim3(kBlockX, kBlockY), 0, s>>>(a, own, y0, y1, nodes, label, cycles);
+    const dim3 grid = pixel_grid(band), block(kBlockX, kBlockY);
+    switch (label_bytes) {
+        case 1:
+            apply_kernel<<<grid, block, 0, s>>>(a, own, y0, y1, nodes, static_cast<uint8_t*>(label), cycles);
+            break;
+        case 2:
+            apply_kernel<<<grid, block, 0, s>>>(a, own, y0, y1, nodes, static_cast<uint16_t*>(label), cycles);
+            break;
+        case 4:
+            apply_kernel<<<grid, block, 0, s>>>(a, own, y0, y1, nodes, static_cast<uint32_t*>(label), cycles);
+            break;
+        default:
+            throw std::invalid_argument("apply_offsets: labels of 1, 2 or 4 bytes");
+    }
     check(cudaGetLastError(), "apply_offsets (launch)");
 }
 

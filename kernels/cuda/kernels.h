@@ -155,9 +155,10 @@ void mark_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const
 
 // Final pixel pass over `own` (after mark_roots for every record): u = phi + 2 pi k into
 // phase (NaN, label 0, k 0 at unreliable pixels), label and cycles (own-sized, row-major over own; cycles may
-// be null); clears the root marks.
+// be null); clears the root marks. Labels are label_bytes (1, 2 or 4) wide: the caller picks a width that
+// holds the largest label (fewer bytes to download; widened on the host, bit for bit the same).
 // Rows [y0, y1) of own only (own-relative); the bands may run in any order or separately.
 void apply_offsets(const DeviceArrays& a, const Window& own, int64_t y0, int64_t y1, const uint64_t* nodes,
-                   uint32_t* label, int32_t* cycles, cudaStream_t s);
+                   void* label, int label_bytes, int32_t* cycles, cudaStream_t s);
 
 }  // namespace tessera::cuda

@@ -13,6 +13,7 @@
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_matching.h"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/narrow_labels.h"
 #include "kernels/cuda/phase_a_rounds.h"
 #include "partition/matching.h"
 #include "kernels/union_find.h"
@@ -99,7 +100,9 @@ struct Region::Impl {
     cudaStream_t s = nullptr;
     DeviceArrays d;                 // phase, flags over buf
     uint64_t* nodes = nullptr;      // own.size() union-find words (also the residue scratch)
-    uint32_t* label = nullptr;      // own.size(), from apply() to finish()
+    void* label = nullptr;          // own.size() of label_bytes each, from apply() to finish()
+    int label_bytes = 4;            // 1 or 2 where a scene's labels fit (narrow_labels.h)
+    size_t label_alloc = 0;         // bytes allocated at label
     int32_t* cycles = nullptr;      // own.size() when a.cycles is set, likewise
     bool applied = false;
     std::vector<void*> pinned;      // host ranges this Region registered (cudaHostRegister)
@@ -116,6 +119,7 @@ struct Region::Impl {
     bool flags_waited = false, cuts_downloading = false;
     std::vector<cudaEvent_t> band_done;  // apply's row bands, in order
     std::vector<int64_t> band_rows;      // band b: own rows [band_rows[b], band_rows[b+1])
+    std::vector<cudaEvent_t> labels_down;  // narrow labels: band b is in the staging buffer
 
     Impl(const RegionArrays& a_, const Window& own_, const TileGrid& grid_, const DeviceInput* in)
         : a(a_), own(own_), grid(grid_), pooled(in != nullptr) {
@@ -142,13 +146,15 @@ struct Region::Impl {
             const size_t nb = static_cast<size_t>(b.size());
             pin(a.phase, nb * sizeof(float));  // finish() downloads u (and flags) into the host arrays
             pin(a.flags, nb);
-            pin(a.label, nb * sizeof(uint32_t));
             pin(a.cycles, nb * sizeof(int32_t));
+            // a.label is pinned by finish() only where the labels come down 4 bytes wide.
             d.H = a.H;
             d.W = a.W;
             d.buf = b;
             phase_in_place = in && in->in_place;
             d.phase = phase_in_place ? const_cast<float*>(in->phase) : device_alloc<float>(nb, s, pooled, "allocate phase");
+            // The phase sets off before the other allocations (cudaMalloc of gigabytes takes milliseconds).
+            if (!in) check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
             d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, s, pooled, "allocate flags");
             nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), s, pooled, "allocate union-find nodes");
             if (in) {  // already on the device, in stream order
@@ -159,7 +165,6 @@ struct Region::Impl {
                 if (in->flags)
                     check(cudaMemcpyAsync(d.flags, in->flags, nb, cudaMemcpyDeviceToDevice, s), "copy device flags");
             } else {
-                check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
                 check(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking), "cudaStreamCreate (copies)");
                 check(cudaEventCreateWithFlags(&flags_up, cudaEventDisableTiming), "cudaEventCreate");
                 check(cudaEventCreateWithFlags(&cuts_down, cudaEventDisableTiming), "cudaEventCreate");
@@ -209,6 +214,7 @@ struct Region::Impl {
         d.flags = nullptr;
         nodes = nullptr;
         label = nullptr;
+        label_alloc = 0;
         cycles = nullptr;
         if (cs) (void)cudaStreamSynchronize(cs), (void)cudaStreamDestroy(cs);
         cs = nullptr;
@@ -216,6 +222,8 @@ struct Region::Impl {
             if (*e) (void)cudaEventDestroy(*e), *e = nullptr;
         for (cudaEvent_t e : band_done) (void)cudaEventDestroy(e);
         band_done.clear();
+        for (cudaEvent_t e : labels_down) (void)cudaEventDestroy(e);
+        labels_down.clear();
         if (s && own_stream) (void)cudaStreamSynchronize(s), (void)cudaStreamDestroy(s);
         s = nullptr;
     }
@@ -269,7 +277,7 @@ Region::DeviceResult Region::device_result() const {
     const Impl& m = *impl_;
     if (!m.applied) throw std::logic_error("cuda::Region::device_result before apply()");
     const int64_t base = m.a.index(m.own.row0, m.own.col0);
-    return {m.d.phase + base, m.label, m.a.buf.cols, m.own.cols, m.s};
+    return {m.d.phase + base, m.label, m.label_bytes, m.a.buf.cols, m.own.cols, m.s};
 }
 
 std::unique_ptr<PhaseARounds> Region::phase_a() { return make_device_phase_a(impl_->s); }
@@ -466,7 +474,16 @@ void Region::apply(const ComponentAssignment& as) {
     if (as.offset.size() != n || as.label.size() != n)
         throw std::invalid_argument("cuda::Region::apply: records, offsets and labels differ in length");
     const size_t npx = static_cast<size_t>(m.own.size());
-    if (!m.label) m.label = device_alloc<uint32_t>(npx, m.s, m.pooled, "allocate labels");
+    // A scene's labels come down as narrow as they fit; a frame's stay 4 bytes for device stages.
+    m.label_bytes = 4;
+    if (m.cs && m.a.label) m.label_bytes = label_bytes_for(as.label.empty() ? 0 : *std::max_element(as.label.begin(), as.label.end()));
+    if (m.label_alloc < npx * static_cast<size_t>(m.label_bytes)) {
+        device_free(m.label, m.s, m.pooled);
+        m.label = nullptr;
+        m.label_alloc = 0;
+        m.label = device_alloc<uint8_t>(npx * static_cast<size_t>(m.label_bytes), m.s, m.pooled, "allocate labels");
+        m.label_alloc = npx * static_cast<size_t>(m.label_bytes);
+    }
     if (m.a.cycles && !m.cycles) m.cycles = device_alloc<int32_t>(npx, m.s, m.pooled, "allocate cycles");
     m.need_flags();
     // Root marks go into the flags: not before the cut bits have left for the host.
@@ -504,7 +521,7 @@ void Region::apply(const ComponentAssignment& as) {
         m.band_done.push_back(e);
     }
     for (int64_t b = 0; b < bands; ++b) {
-        apply_offsets(m.d, m.own, m.band_rows[b], m.band_rows[b + 1], m.nodes, m.label, m.cycles, m.s);
+        apply_offsets(m.d, m.own, m.band_rows[b], m.band_rows[b + 1], m.nodes, m.label, m.label_bytes, m.cycles, m.s);
         check(cudaEventRecord(m.band_done[static_cast<size_t>(b)], m.s), "cudaEventRecord (band)");
     }
     m.applied = true;
@@ -515,19 +532,41 @@ void Region::finish() {
     const Window& o = m.own;
     const size_t bc = static_cast<size_t>(m.a.buf.cols), oc = static_cast<size_t>(o.cols);
     const cudaStream_t cs = m.copies();
+    const size_t nbands = m.band_rows.empty() ? 0 : m.band_rows.size() - 1;
+    const size_t lb = static_cast<size_t>(m.label_bytes);
+    std::unique_ptr<LabelStaging> staging;  // narrow labels land here; the host widens them into a.label
+    if (m.applied && m.a.label) {
+        if (lb < 4) {
+            staging = std::make_unique<LabelStaging>(static_cast<size_t>(o.size()) * lb);
+            while (m.labels_down.size() < nbands) {
+                cudaEvent_t e = nullptr;
+                check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (labels)");
+                m.labels_down.push_back(e);
+            }
+        } else {
+            m.pin(m.a.label, static_cast<size_t>(m.a.buf.size()) * sizeof(uint32_t));
+        }
+    }
     if (m.applied) {
         // Band by band, each as soon as apply has written it (the copy stream waits on its event).
-        for (size_t b = 0; b + 1 < m.band_rows.size(); ++b) {
+        for (size_t b = 0; b < nbands; ++b) {
             const int64_t y0 = m.band_rows[b], rows = m.band_rows[b + 1] - y0;
             if (rows <= 0) continue;
             if (m.cs) check(cudaStreamWaitEvent(cs, m.band_done[b], 0), "cudaStreamWaitEvent (band)");
             const int64_t base = m.a.index(o.row0 + y0, o.col0);
             const size_t l0 = static_cast<size_t>(y0) * oc;
+            const uint8_t* dl = static_cast<const uint8_t*>(m.label) + l0 * lb;
+            if (staging) {  // first, so that the host widens band b while u is on the bus
+                check(cudaMemcpyAsync(staging->data() + l0 * lb, dl, static_cast<size_t>(rows) * oc * lb,
+                                      cudaMemcpyDeviceToHost, cs),
+                      "finish (download labels)");
+                check(cudaEventRecord(m.labels_down[b], cs), "cudaEventRecord (labels)");
+            }
             check(cudaMemcpy2DAsync(m.a.phase + base, bc * sizeof(float), m.d.phase + base, bc * sizeof(float),
                                     oc * sizeof(float), static_cast<size_t>(rows), cudaMemcpyDeviceToHost, cs),
                   "finish (download unwrapped phase)");
-            if (m.a.label)
-                check(cudaMemcpy2DAsync(m.a.label + base, bc * sizeof(uint32_t), m.label + l0, oc * sizeof(uint32_t),
+            if (m.a.label && !staging)
+                check(cudaMemcpy2DAsync(m.a.label + base, bc * sizeof(uint32_t), dl, oc * sizeof(uint32_t),
                                         oc * sizeof(uint32_t), static_cast<size_t>(rows), cudaMemcpyDeviceToHost, cs),
                       "finish (download labels)");
             if (m.a.cycles)
@@ -545,6 +584,15 @@ void Region::finish() {
             check(cudaStreamWaitEvent(cs, m.cuts_down, 0), "cudaStreamWaitEvent (finish)");
         }
         m.copy_flags_down(cs);
+    }
+    if (staging) {
+        for (size_t b = 0; b < nbands; ++b) {
+            const int64_t y0 = m.band_rows[b], rows = m.band_rows[b + 1] - y0;
+            if (rows <= 0) continue;
+            check(cudaEventSynchronize(m.labels_down[b]), "finish (labels down)");
+            widen_labels(staging->data() + static_cast<size_t>(y0) * oc * lb, m.label_bytes, rows, o.cols,
+                         m.a.label + m.a.index(o.row0 + y0, o.col0), m.a.buf.cols);
+        }
     }
     check(cudaStreamSynchronize(cs), "finish (sync copies)");
     check(cudaStreamSynchronize(m.s), "finish (sync)");

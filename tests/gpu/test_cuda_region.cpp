@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/cpu/region.h"
+#include "kernels/cuda/narrow_labels.h"
 #include "kernels/cuda/region.h"
 #include "kernels/types.h"
 #include "partition/comm.h"
@@ -628,6 +629,32 @@ TEST(CudaVsCpuRandom, OneRankDevicePathWithPhaseBLeftovers) {
     }
 }
 
+// A scene's labels come down 1, 2 or 4 bytes wide, as few as hold the largest, and the host
+// widens them (kernels/cuda/narrow_labels.h): each width must give the CPU's labels. Few
+// labels (fringes), thousands and over 65535 (noise broken up by low-coherence pixels).
+TEST(CudaVsCpuRandom, LabelsOfEveryWidthComeDownWhole) {
+    SKIP_WITHOUT_GPU();
+    struct Case {
+        int64_t H, W;
+        Kind kind;
+        double p_low;
+        int64_t min_labelled, max_labelled;
+    };
+    for (const Case& c : {Case{300, 263, Kind::kFringes, 0.05, 1, 255}, Case{300, 300, Kind::kNoise, 0.3, 256, 65535},
+                          Case{1024, 1024, Kind::kNoise, 0.45, 65536, int64_t{1} << 32}}) {
+        const Image im = random_image(c.H, c.W, 4242, c.kind, 0.05, c.p_low);
+        UnwrapParams p;
+        p.min_component_size = 1;
+        const Result cpu = unwrap_random(im, p, 64);
+        p.backend = Backend::kCuda;
+        const Result gpu = unwrap_random(im, p, 64);
+        SCOPED_TRACE(std::to_string(cpu.stats.labelled) + " labels");
+        EXPECT_GE(cpu.stats.labelled, c.min_labelled);
+        EXPECT_LE(cpu.stats.labelled, c.max_labelled);
+        expect_same_result(cpu, gpu, im.W);
+    }
+}
+
 // A device-resident caller hands the Region its phase to work in (DeviceInput::in_place): the
 // result must be the host-input Region's, and u must land in the caller's buffer.
 TEST(CudaVsCpuRandom, DeviceInputInPlaceEqualsHostInput) {
@@ -740,7 +767,7 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
 
     size_t free0 = 0, total = 0;
     ASSERT_EQ(cudaMemGetInfo(&free0, &total), cudaSuccess);
-    int64_t worst = 0;
+    int64_t worst = 0, label_bytes = 4;
     auto used = [&](const char* when) {
         size_t f = 0, t = 0;
         EXPECT_EQ(cudaMemGetInfo(&f, &t), cudaSuccess);
@@ -780,6 +807,7 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
         const OffsetSolution sol = solve_offsets(comps.records, comps.constraints, 100);
         t0 = clock::now();
         region.apply(ComponentAssignment{comps.records, sol.offset, sol.label});
+        label_bytes = cuda::label_bytes_for(sol.label.empty() ? 0 : *std::max_element(sol.label.begin(), sol.label.end()));
         lap("apply");
         used("apply");
         region.finish();
@@ -805,7 +833,8 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
     }
     // 2 MiB granularity and the CUDA context's own pools make a little slack.
     EXPECT_LE(worst, 24 * n + (int64_t{64} << 20)) << "more than 24 B/pixel resident on the device";
-    EXPECT_GE(worst, 21 * n) << "the measurement saw less than phase, flags, nodes, labels, cycles: not measuring";
+    // Labels take as few bytes as hold the largest (kernels/cuda/narrow_labels.h).
+    EXPECT_GE(worst, (17 + label_bytes) * n) << "the measurement saw less than phase, flags, nodes, labels, cycles: not measuring";
 
     // The whole pipeline, both backends, for the record.
     for (Backend b : {Backend::kCpu, Backend::kCuda}) {
