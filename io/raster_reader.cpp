@@ -227,13 +227,18 @@ namespace {
 constexpr int64_t kParallelReadMinPixels = int64_t{1} << 26;  // 8192² and up
 
 template <class Fn>
-void for_each_strip(const std::string& path, int band_no, GDALRasterBand* band0, const Window& w, int64_t sr, Fn&& fn) {
+void for_each_strip(const std::string& path, int band_no, GDALRasterBand* band0, const Window& w, int64_t sr, Fn&& fn,
+                    const RowsDone& done) {
+    auto strip = [&](GDALRasterBand* band, int64_t r0, int64_t nr) {
+        fn(band, r0, nr);
+        if (done) done(r0, nr);
+    };
     const int64_t strips = (w.rows + sr - 1) / sr;
     const int threads = w.rows * w.cols >= kParallelReadMinPixels
                             ? static_cast<int>(std::min<int64_t>(strips, omp_get_max_threads()))
                             : 1;
     if (threads <= 1) {
-        for (int64_t k = 0; k < strips; ++k) fn(band0, k * sr, std::min(sr, w.rows - k * sr));
+        for (int64_t k = 0; k < strips; ++k) strip(band0, k * sr, std::min(sr, w.rows - k * sr));
         return;
     }
     std::mutex mu;
@@ -259,7 +264,7 @@ void for_each_strip(const std::string& path, int band_no, GDALRasterBand* band0,
         for (int64_t k = 0; k < strips; ++k) {
             if (!band) continue;
             try {
-                fn(band, k * sr, std::min(sr, w.rows - k * sr));
+                strip(band, k * sr, std::min(sr, w.rows - k * sr));
             } catch (...) {
                 std::lock_guard<std::mutex> lock(mu);
                 if (k < failed_at) failed_at = k, failure = std::current_exception();
@@ -273,7 +278,7 @@ void for_each_strip(const std::string& path, int band_no, GDALRasterBand* band0,
 
 }  // namespace
 
-void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride) const {
+void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride, const RowsDone& done) const {
     check_window(path_, info_, w, stride);
     if (w.rows == 0 || w.cols == 0) return;
     const Impl& im = *impl_;
@@ -322,7 +327,7 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
                     }
                 }
             }
-        });
+        }, done);
         return;
     }
 
@@ -341,7 +346,7 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
                     if (bad) ph[c] = 0.0f;
                 }
             }
-        });
+        }, done);
         return;
     }
 
@@ -360,7 +365,7 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
                 ph[c] = bad ? 0.0f : static_cast<float>(v);
             }
         }
-    });
+    }, done);
 }
 
 void RasterReader::read_float(const Window& w, float* out, int64_t stride) const {

@@ -2,6 +2,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -10,6 +11,9 @@
 #include "kernels/types.h"
 
 namespace tessera {
+
+// Rows [r0, r0 + n) of a window are done (RasterReader::read_phase).
+using RowsDone = std::function<void(int64_t r0, int64_t n)>;
 
 struct RasterInfo {
     int64_t rows = 0, cols = 0;
@@ -37,7 +41,10 @@ public:
     // Wrapped phase of a window, row-major with row stride `stride` (>= w.cols).
     // Real bands: the value; complex bands: atan2(im, re) in float32.
     // Invalid (nodata value, NaN/Inf, complex 0+0i): phase[i] = 0 and valid[i] = 0; else valid[i] = 1.
-    void read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride) const;
+    // done(r0, n), if given, is called (from any thread, rows relative to w) as soon as rows
+    // [r0, r0 + n) of the window are final, so that a caller can send them on while the rest
+    // is read (the CUDA backend uploads them).
+    void read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride, const RowsDone& done = {}) const;
 
     // Any band as float32 (coherence); nodata/NaN -> 0.
     void read_float(const Window& w, float* out, int64_t stride) const;

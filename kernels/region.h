@@ -2,6 +2,7 @@
 // section 4): tile components, constraints between tiles, and the pixel potentials.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -40,6 +41,13 @@ struct PixelState {
     float phase = 0;
     uint8_t flags = 0;
 };
+
+// Fills a region's host arrays while its backend listens: the filler calls rows_ready(r0, n)
+// (buffer-relative rows, any order, from any thread) once rows [r0, r0 + n) of a.phase are
+// final, and returns when all of a.phase and a.flags are. Rows it never reports are taken as
+// final on return. The CUDA backend uploads reported rows while the rest is read.
+using RowsReady = std::function<void(int64_t r0, int64_t n)>;
+using RegionFill = std::function<void(const RowsReady&)>;
 
 // The offset solve's answer for the region's records (parallel arrays).
 struct ComponentAssignment {

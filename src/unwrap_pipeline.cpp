@@ -45,11 +45,12 @@ constexpr int64_t kRowBlock = 256;                       // rows per coherence/m
 constexpr float kMaxAbsPhase = 64.0f * std::numbers::pi_v<float>;  // section 2 bounds |q|
 
 // Inputs folded into phase (0 at invalid) and flags (kInvalid, kLowCoherence).
-// Reads the buffer window (own + halo); returns the largest |phase| seen.
-float read_inputs(const UnwrapOptions& opt, const RasterReader& in, const RegionArrays& a) {
+// Reads the buffer window (own + halo); returns the largest |phase| seen. Phase rows are
+// reported to `ready` as they are read where no mask or coherence changes them afterwards.
+float read_inputs(const UnwrapOptions& opt, const RasterReader& in, const RegionArrays& a, const RowsReady& ready) {
     const Window own = a.buf;
     HostBuffer<uint8_t> valid(static_cast<size_t>(a.buf.size()));
-    in.read_phase(own, a.phase, valid.data(), a.buf.cols);
+    in.read_phase(own, a.phase, valid.data(), a.buf.cols, opt.mask.empty() && opt.coherence.empty() ? ready : RowsReady{});
     float worst = 0;
 #pragma omp parallel for reduction(max : worst)
     for (int64_t i = 0; i < a.buf.size(); ++i) {
@@ -157,35 +158,41 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
     HostBuffer<uint32_t> label(static_cast<size_t>(buf.size()));
     HostBuffer<int32_t> cycles(opt.save_cycles ? static_cast<size_t>(buf.size()) : 0);
     RegionArrays a{H, W, buf, phase.data(), flags.data(), label.data(), opt.save_cycles ? cycles.data() : nullptr};
-    float worst = 0;
-    agree(comm, [&] {
-        worst = read_inputs(opt, *in, a);
-        inject_error_for_tests(rank, "read");
-    });
-    int64_t valid = 0;
+    // The read fills the region's arrays once the backend's region exists, so that the CUDA
+    // backend uploads phase rows while the rest is read (issue 5; kernels/region.h).
+    const RegionFill read_stage = [&](const RowsReady& ready) {
+        float worst = 0;
+        agree(comm, [&] {
+            worst = read_inputs(opt, *in, a, ready);
+            inject_error_for_tests(rank, "read");
+        });
+        int64_t valid = 0;
 #pragma omp parallel for reduction(+ : valid) schedule(static)
-    for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
-        for (int64_t c = own.col0; c < own.col0 + own.cols; ++c) valid += !(flags[static_cast<size_t>(a.index(r, c))] & kInvalid);
-    valid = comm.sum(valid);
-    worst = static_cast<float>(comm.max(static_cast<double>(worst)));
-    agree(comm, [&] {
-        if (worst > kMaxAbsPhase)
-            throw InputError(opt.input, "values up to " + std::to_string(worst) +
-                                            " rad: not a wrapped phase (expected |phase| <= 64 pi)");
-        if (valid == 0) throw InputError(opt.input, "no valid pixels (all nodata or masked)");
-        if (opt.reference && own.contains(opt.reference->first, opt.reference->second) &&
-            (flags[static_cast<size_t>(a.index(opt.reference->first, opt.reference->second))] & kUnreliable))
-            throw InputError(opt.input, "reference pixel is invalid (nodata, masked or below --min-coherence)");
-    });
-    rep.valid = valid;
-    stage_done("read");
-
+        for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
+            for (int64_t c = own.col0; c < own.col0 + own.cols; ++c) valid += !(flags[static_cast<size_t>(a.index(r, c))] & kInvalid);
+        valid = comm.sum(valid);
+        worst = static_cast<float>(comm.max(static_cast<double>(worst)));
+        agree(comm, [&] {
+            if (worst > kMaxAbsPhase)
+                throw InputError(opt.input, "values up to " + std::to_string(worst) +
+                                                " rad: not a wrapped phase (expected |phase| <= 64 pi)");
+            if (valid == 0) throw InputError(opt.input, "no valid pixels (all nodata or masked)");
+            if (opt.reference && own.contains(opt.reference->first, opt.reference->second) &&
+                (flags[static_cast<size_t>(a.index(opt.reference->first, opt.reference->second))] & kUnreliable))
+                throw InputError(opt.input, "reference pixel is invalid (nodata, masked or below --min-coherence)");
+        });
+        rep.valid = valid;
+        stage_done("read");
+    };
     UnwrapParams params{opt.max_pair_distance, opt.min_component_size, opt.reference, opt.backend};
     std::vector<Residue> res;
-    const RegionStats st = unwrap_region(a, grid, comm, params, opt.save_residues ? &res : nullptr, [&](const char* s) {
-        inject_error_for_tests(rank, s);
-        stage_done(s);
-    });
+    const RegionStats st = unwrap_region(
+        a, grid, comm, params, opt.save_residues ? &res : nullptr,
+        [&](const char* s) {
+            inject_error_for_tests(rank, s);
+            stage_done(s);
+        },
+        read_stage);
     add_region_stats(rep, st);
     rep.ranks = comm.size();
     rep.rank_rows = grid.P;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels/cpu/region.h"
 #include "src/unwrap_stages.h"
@@ -14,11 +15,24 @@ namespace tessera {
 
 namespace {
 
+// The backend's Region over a's arrays, filled by `fill` first: a backend that can take rows
+// while they are read (cuda::Region) gets the filler, the other one the finished arrays.
+template <class Region>
+Region make_region(const RegionArrays& a, const Window& own, const TileGrid& tiles, const RegionFill& fill) {
+    if constexpr (std::is_constructible_v<Region, const RegionArrays&, const Window&, const TileGrid&, const RegionFill&>) {
+        if (fill) return Region(a, own, tiles, fill);
+    } else {
+        if (fill) fill([](int64_t, int64_t) {});
+    }
+    return Region(a, own, tiles);
+}
+
 // Makes the backend's Region, runs the stages, downloads.
 template <class Region>
 RegionStats run_stages(const RegionArrays& a, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
-                       std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
-    Region region(a, grid.own(comm.rank()), grid.tiles);
+                       std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage,
+                       const RegionFill& fill) {
+    Region region = make_region<Region>(a, grid.own(comm.rank()), grid.tiles, fill);
     stage("upload");  // the CUDA backend copies phase and flags to the device here
     const RegionStats st = run_unwrap_stages(region, grid, comm, p, residues_out, stage);
     region.finish();
@@ -54,14 +68,15 @@ int select_cuda_device(int local_rank, int local_size, int requested, bool share
 }
 
 RegionStats unwrap_region(const RegionArrays& a, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
-                          std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
+                          std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage,
+                          const RegionFill& fill) {
     // The backend is chosen here, once (ARCHITECTURE.md section 5).
     switch (p.backend) {
         case Backend::kCpu:
-            return run_stages<cpu::Region>(a, grid, comm, p, residues_out, stage);
+            return run_stages<cpu::Region>(a, grid, comm, p, residues_out, stage, fill);
         case Backend::kCuda:
 #ifdef TESSERA_HAVE_CUDA
-            return run_stages<cuda::Region>(a, grid, comm, p, residues_out, stage);
+            return run_stages<cuda::Region>(a, grid, comm, p, residues_out, stage, fill);
 #else
             throw std::runtime_error("this tessera was built without the CUDA backend (TESSERA_CUDA=OFF)");
 #endif

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/region.h"
 #include "kernels/residue.h"
 #include "kernels/types.h"
 #include "partition/comm.h"
@@ -43,8 +44,11 @@ struct RegionStats {  // global counts (the same on every rank)
 // flags the kInvalid / kLowCoherence bits. On return phase holds u over the own window
 // (NaN at invalid), label the components and cycles (if set) k. `stage(name)` is
 // called after each stage. Collective over `comm`.
+// `fill`, if given, fills a's phase and flags first (kernels/region.h): the backend's region
+// exists by then, so that the CUDA backend uploads rows while the rest is still being read.
 RegionStats unwrap_region(const RegionArrays& a, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
-                          std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage);
+                          std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage,
+                          const RegionFill& fill = {});
 
 // One process, the whole image in memory: the tests' and library users' entry point.
 RegionStats unwrap_image(const RegionArrays& a, int64_t tile_size, const UnwrapParams& p,

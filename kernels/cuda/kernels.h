@@ -132,7 +132,8 @@ void find_residues(const DeviceArrays& a, const Window& own, uint64_t* scratch, 
 // Blocks the edges owned by `own` that touch an unreliable pixel (kInvalid or kLowCoherence:
 // not integrated through) and the non-existent edges past
 // the image's last row and column; clears the other cut bits first (as the CPU).
-void block_invalid_edges(const DeviceArrays& a, const Window& own, cudaStream_t s);
+// flags_clear: the caller knows every flag of own is 0 (then only the border edges are touched).
+void block_invalid_edges(const DeviceArrays& a, const Window& own, bool flags_clear, cudaStream_t s);
 
 // Sets the cut bits of the edges owned by `own` that the cuts' dual paths cross
 // (d_cuts: n cuts in device memory).

@@ -8,23 +8,50 @@ namespace tessera::cuda {
 
 namespace {
 
-// One thread per pixel of own. Each thread writes only its own flag byte; it reads the
-// kUnreliable bits (kInvalid, kLowCoherence) of its right and lower neighbours, which no
+// Each thread takes kBlockPer pixels of a row, every 32nd (a warp covers 32 * kBlockPer
+// consecutive pixels), and issues all its loads before its first store: a byte-wide pass is
+// bound by latency, not bandwidth. Each thread writes only its own flag bytes; it reads the
+// kUnreliable bits (kInvalid, kLowCoherence) of their right and lower neighbours, which no
 // thread changes.
+constexpr int kBlockPer = 4;
+
 __global__ void block_invalid_kernel(DeviceArrays a, Window own) {
-    const int64_t x = static_cast<int64_t>(blockIdx.x) * kBlockX + threadIdx.x;
-    if (x >= own.cols) return;
-    const int64_t c = own.col0 + x;
+    const int64_t x0 = static_cast<int64_t>(blockIdx.x) * (kBlockX * kBlockPer) + threadIdx.x;
+    if (x0 >= own.cols) return;
     for (int64_t y = static_cast<int64_t>(blockIdx.y) * kBlockY + threadIdx.y; y < own.rows;
          y += static_cast<int64_t>(gridDim.y) * kBlockY) {
         const int64_t r = own.row0 + y;
-        const int64_t i = a.index(r, c);
-        // Invalid and low-coherence pixels are not integrated through: all their edges blocked.
-        uint8_t v = a.flags[i] & kUnreliable;
-        const bool bad = v != 0;
-        if (c + 1 >= a.W || bad || (a.flags[i + 1] & kUnreliable)) v |= kBlockRight;
-        if (r + 1 >= a.H || bad || (a.flags[i + a.buf.cols] & kUnreliable)) v |= kBlockDown;
-        a.flags[i] = v;
+        const int64_t i0 = a.index(r, own.col0 + x0);
+        uint8_t f[kBlockPer], right[kBlockPer], down[kBlockPer];
+#pragma unroll
+        for (int j = 0; j < kBlockPer; ++j) {
+            const int64_t c = own.col0 + x0 + 32 * j;
+            const bool in = x0 + 32 * j < own.cols;
+            f[j] = in ? a.flags[i0 + 32 * j] : 0;
+            right[j] = in && c + 1 < a.W ? a.flags[i0 + 32 * j + 1] : kUnreliable;
+            down[j] = in && r + 1 < a.H ? a.flags[i0 + 32 * j + a.buf.cols] : kUnreliable;
+        }
+#pragma unroll
+        for (int j = 0; j < kBlockPer; ++j) {
+            if (x0 + 32 * j >= own.cols) break;
+            // Invalid and low-coherence pixels are not integrated through: all their edges blocked.
+            uint8_t v = f[j] & kUnreliable;
+            const bool bad = v != 0;
+            if (bad || (right[j] & kUnreliable)) v |= kBlockRight;  // past the last column: kUnreliable
+            if (bad || (down[j] & kUnreliable)) v |= kBlockDown;
+            a.flags[i0 + 32 * j] = v;
+        }
+    }
+}
+
+// The same on flags known to be all zero: only the edges past the image's last column and
+// row exist to block. Thread t < rows: own row t's last pixel; else own column t - rows's.
+__global__ void block_border_kernel(DeviceArrays a, Window own, bool right, bool down) {
+    const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (t < own.rows) {
+        if (right) a.flags[a.index(own.row0 + t, a.W - 1)] |= kBlockRight;
+    } else if (t < own.rows + own.cols) {
+        if (down) a.flags[a.index(a.H - 1, own.col0 + (t - own.rows))] |= kBlockDown;
     }
 }
 
@@ -140,9 +167,18 @@ __global__ void mates_kernel(DeviceArrays a, Window own, DevicePhaseA st, Device
 
 }  // namespace
 
-void block_invalid_edges(const DeviceArrays& a, const Window& own, cudaStream_t s) {
+void block_invalid_edges(const DeviceArrays& a, const Window& own, bool flags_clear, cudaStream_t s) {
     if (own.size() == 0) return;
-    block_invalid_kernel<<<pixel_grid(own), dim3(kBlockX, kBlockY), 0, s>>>(a, own);
+    if (flags_clear) {  // a full pass would read and write every flag for these few bits
+        const bool right = own.col0 + own.cols == a.W, down = own.row0 + own.rows == a.H;
+        if (!right && !down) return;
+        constexpr int kThreads = 256;
+        const int64_t blocks = (own.rows + own.cols + kThreads - 1) / kThreads;
+        block_border_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(a, own, right, down);
+    } else {
+        const Window cols_by_per{own.row0, own.col0, own.rows, (own.cols + kBlockPer - 1) / kBlockPer};
+        block_invalid_kernel<<<pixel_grid(cols_by_per), dim3(kBlockX, kBlockY), 0, s>>>(a, own);
+    }
     check(cudaGetLastError(), "block_invalid_edges (launch)");
 }
 

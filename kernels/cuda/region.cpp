@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <future>
+#include <mutex>
 
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_matching.h"
@@ -117,11 +119,13 @@ struct Region::Impl {
     cudaStream_t cs = nullptr;
     cudaEvent_t flags_up = nullptr, cuts_down = nullptr;
     bool flags_waited = false, cuts_downloading = false;
+    bool flags_clear = false;  // every flag is 0 (none set at upload, no cut placed yet)
     std::vector<cudaEvent_t> band_done;  // apply's row bands, in order
     std::vector<int64_t> band_rows;      // band b: own rows [band_rows[b], band_rows[b+1])
     std::vector<cudaEvent_t> labels_down;  // narrow labels: band b is in the staging buffer
 
-    Impl(const RegionArrays& a_, const Window& own_, const TileGrid& grid_, const DeviceInput* in)
+    Impl(const RegionArrays& a_, const Window& own_, const TileGrid& grid_, const DeviceInput* in,
+         const RegionFill* fill = nullptr)
         : a(a_), own(own_), grid(grid_), pooled(in != nullptr) {
         const Window& b = a.buf;
         if (own.rows <= 0 || own.cols <= 0) throw std::invalid_argument("cuda::Region: empty own window");
@@ -144,21 +148,27 @@ struct Region::Impl {
                 check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
             }
             const size_t nb = static_cast<size_t>(b.size());
-            pin(a.phase, nb * sizeof(float));  // finish() downloads u (and flags) into the host arrays
-            pin(a.flags, nb);
-            pin(a.cycles, nb * sizeof(int32_t));
-            // a.label is pinned by finish() only where the labels come down 4 bytes wide.
+            // finish() downloads u (and flags) into the host arrays; a.label is pinned by finish()
+            // only where the labels come down 4 bytes wide. A filled Region pins beside the fill.
+            auto pin_arrays = [this, nb] {
+                pin(a.phase, nb * sizeof(float));
+                pin(a.flags, nb);
+                pin(a.cycles, nb * sizeof(int32_t));
+            };
+            if (!fill) pin_arrays();
             d.H = a.H;
             d.W = a.W;
             d.buf = b;
             phase_in_place = in && in->in_place;
             d.phase = phase_in_place ? const_cast<float*>(in->phase) : device_alloc<float>(nb, s, pooled, "allocate phase");
             // The phase sets off before the other allocations (cudaMalloc of gigabytes takes milliseconds).
-            if (!in) check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
+            if (!in && !fill) check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
             d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, s, pooled, "allocate flags");
             nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), s, pooled, "allocate union-find nodes");
+            if (fill) fill_and_upload(*fill, pin_arrays);
             if (in) {  // already on the device, in stream order
                 check(cudaMemsetAsync(d.flags, 0, (nb + 3) / 4 * 4, s), "cudaMemset flags");
+                flags_clear = !in->flags;
                 if (!phase_in_place)
                     check(cudaMemcpyAsync(d.phase, in->phase, nb * sizeof(float), cudaMemcpyDeviceToDevice, s),
                           "copy device phase");
@@ -175,6 +185,7 @@ struct Region::Impl {
                     check(cudaMemcpyAsync(d.flags, a.flags, nb, cudaMemcpyHostToDevice, cs), "upload flags");
                 } else {
                     check(cudaMemsetAsync(d.flags, 0, (nb + 3) / 4 * 4, cs), "cudaMemset flags");
+                    flags_clear = true;
                 }
                 check(cudaEventRecord(flags_up, cs), "cudaEventRecord (flags up)");
                 check(cudaStreamSynchronize(s), "upload (sync)");  // the phase; the flags may still travel
@@ -186,6 +197,50 @@ struct Region::Impl {
     }
 
     ~Impl() { release(); }
+
+    // Runs the filler, uploading the phase rows it reports (from its threads, in any order) once
+    // the host arrays are page-locked (on a thread of its own meanwhile); then the rest.
+    template <class Pin>
+    void fill_and_upload(const RegionFill& fill, Pin& pin_arrays) {
+        const Window& b = a.buf;
+        const size_t row_bytes = static_cast<size_t>(b.cols) * sizeof(float);
+        int device = 0;
+        check(cudaGetDevice(&device), "cudaGetDevice");
+        std::shared_future<void> pinned_done = std::async(std::launch::async, [&pin_arrays, device] {
+            if (cudaSetDevice(device) == cudaSuccess) pin_arrays();  // else the arrays stay pageable
+        }).share();
+        std::vector<uint8_t> sent(static_cast<size_t>(b.rows), 0);
+        std::mutex mu;
+        const RowsReady ready = [&](int64_t r0, int64_t n) {
+            if (r0 < 0 || n < 0 || r0 + n > b.rows) throw std::out_of_range("cuda::Region: filled rows outside the buffer");
+            if (n == 0) return;
+            pinned_done.wait();
+            const size_t off = static_cast<size_t>(r0) * static_cast<size_t>(b.cols);
+            check(cudaMemcpyAsync(d.phase + off, a.phase + off, static_cast<size_t>(n) * row_bytes, cudaMemcpyHostToDevice, s),
+                  "upload phase rows");
+            std::lock_guard<std::mutex> lock(mu);
+            std::fill(sent.begin() + r0, sent.begin() + r0 + n, uint8_t{1});
+        };
+        try {
+            fill(ready);
+        } catch (...) {
+            pinned_done.wait();  // the pinning thread has registered what release() undoes
+            throw;
+        }
+        pinned_done.get();
+        for (int64_t r = 0; r < b.rows;) {  // rows never reported, in runs
+            if (sent[static_cast<size_t>(r)]) {
+                ++r;
+                continue;
+            }
+            int64_t e = r;
+            while (e < b.rows && !sent[static_cast<size_t>(e)]) ++e;
+            const size_t off = static_cast<size_t>(r) * static_cast<size_t>(b.cols);
+            check(cudaMemcpyAsync(d.phase + off, a.phase + off, static_cast<size_t>(e - r) * row_bytes, cudaMemcpyHostToDevice, s),
+                  "upload phase");
+            r = e;
+        }
+    }
 
     // Page-locks a large host array for the Region's lifetime; on any failure (already
     // registered, locked-memory limit, ...) the array simply stays pageable.
@@ -268,6 +323,9 @@ struct Region::Impl {
 Region::Region(const RegionArrays& a, const Window& own, const TileGrid& grid)
     : impl_(std::make_unique<Impl>(a, own, grid, nullptr)) {}
 
+Region::Region(const RegionArrays& a, const Window& own, const TileGrid& grid, const RegionFill& fill)
+    : impl_(std::make_unique<Impl>(a, own, grid, nullptr, &fill)) {}
+
 Region::Region(const RegionArrays& a, const Window& own, const TileGrid& grid, const DeviceInput& in)
     : impl_(std::make_unique<Impl>(a, own, grid, &in)) {
     if (!in.phase) throw std::invalid_argument("cuda::Region: DeviceInput without a phase");
@@ -338,7 +396,7 @@ void rasterise_host_cuts(const DeviceArrays& d, const Window& own, std::span<con
 void Region::place_cuts(std::span<const Cut> cuts) {
     Impl& m = *impl_;
     m.need_flags();
-    block_invalid_edges(m.d, m.own, m.s);
+    block_invalid_edges(m.d, m.own, std::exchange(m.flags_clear, false), m.s);
     rasterise_host_cuts(m.d, m.own, cuts, m.s);
     m.download_cut_bits_async();
 }
@@ -364,7 +422,7 @@ MatchStats Region::match_alone(int64_t max_distance, std::vector<Residue>* resid
     stage("residues");
 
     m.need_flags();
-    block_invalid_edges(m.d, m.own, m.s);  // before any cut bit is set (place_cuts' order)
+    block_invalid_edges(m.d, m.own, std::exchange(m.flags_clear, false), m.s);  // before any cut bit (place_cuts' order)
     std::vector<Residue> left;
     {
         DevicePhaseARounds rounds(m.s);

@@ -41,6 +41,11 @@ public:
     // labels only where they come down 4 bytes wide (narrower ones go through kept staging).
     // Where registering fails (or TESSERA_CUDA_PIN=0 is set) they are copied as pageable memory.
     Region(const RegionArrays& a, const Window& own, const TileGrid& grid);
+    // The same, with the host arrays filled by `fill` (kernels/region.h) after the device
+    // arrays exist: rows it reports go up while the rest is read (a GDAL read, say), the
+    // page-locking runs beside it on another thread, and whatever it did not report goes up
+    // when it returns. An exception from fill leaves nothing behind and propagates.
+    Region(const RegionArrays& a, const Window& own, const TileGrid& grid, const RegionFill& fill);
 
     // The phase (and flags) already on the device, e.g. a frame's demodulated phase: device
     // arrays laid out like a's over a.buf, copied on the device in the order of `stream`
