@@ -100,6 +100,18 @@ void widen(const N* src, int64_t rows, int64_t cols, uint32_t* dst, int64_t dst_
 
 }  // namespace
 
+void reserve_label_staging(size_t bytes) {
+    KeptStaging& k = kept();
+    if (!k.in_use.try_lock()) return;
+    std::lock_guard<std::mutex> held(k.in_use, std::adopt_lock);
+    if (k.bytes >= bytes) return;
+    free_pinned(k.p);
+    k.p = nullptr;
+    k.bytes = 0;
+    k.p = allocate_pinned(bytes);
+    k.bytes = bytes;
+}
+
 LabelStaging::LabelStaging(size_t bytes) {
     KeptStaging& k = kept();
     if (k.in_use.try_lock()) {

@@ -28,6 +28,10 @@ private:
     bool shared_ = false;  // the process's kept buffer (its lock held until destruction)
 };
 
+// Grows the kept buffer to `bytes` ahead of time (a filled Region does it beside the read);
+// does nothing while a region holds it.
+void reserve_label_staging(size_t bytes);
+
 // dst[y * dst_stride + x] = src[y * cols + x] for y < rows, x < cols, src being label_bytes wide
 // (1 or 2); on the host's threads, with streaming stores where the host has them.
 void widen_labels(const uint8_t* src, int label_bytes, int64_t rows, int64_t cols, uint32_t* dst,

@@ -156,6 +156,16 @@ struct Region::Impl {
                 pin(a.cycles, nb * sizeof(int32_t));
             };
             if (!fill) pin_arrays();
+            // A filled Region also readies the labels' staging (one byte a pixel, the usual case).
+            auto pin_beside_fill = [&pin_arrays, this] {
+                pin_arrays();
+                if (a.label && pinning_enabled()) {
+                    try {
+                        reserve_label_staging(static_cast<size_t>(own.size()));
+                    } catch (const std::exception&) {  // finish() tries again and reports
+                    }
+                }
+            };
             d.H = a.H;
             d.W = a.W;
             d.buf = b;
@@ -165,7 +175,7 @@ struct Region::Impl {
             if (!in && !fill) check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
             d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, s, pooled, "allocate flags");
             nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), s, pooled, "allocate union-find nodes");
-            if (fill) fill_and_upload(*fill, pin_arrays);
+            if (fill) fill_and_upload(*fill, pin_beside_fill);
             if (in) {  // already on the device, in stream order
                 check(cudaMemsetAsync(d.flags, 0, (nb + 3) / 4 * 4, s), "cudaMemset flags");
                 flags_clear = !in->flags;

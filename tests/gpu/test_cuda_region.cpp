@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <numbers>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/cpu/region.h"
@@ -652,6 +654,58 @@ TEST(CudaVsCpuRandom, LabelsOfEveryWidthComeDownWhole) {
         EXPECT_GE(cpu.stats.labelled, c.min_labelled);
         EXPECT_LE(cpu.stats.labelled, c.max_labelled);
         expect_same_result(cpu, gpu, im.W);
+    }
+}
+
+// A filled region (RegionFill: the CUDA backend uploads rows as the filler reports them): rows
+// filled and reported from several threads in shuffled bands, some filled but never reported
+// (they go up when the filler returns), must give the plain path's result on both backends.
+TEST(CudaVsCpuRandom, FilledRegionTakesRowsAsTheyCome) {
+    SKIP_WITHOUT_GPU();
+    const Image im = random_image(301, 277, 31, Kind::kFringes, 0.03, 0.05);
+    UnwrapParams p;
+    p.min_component_size = 3;
+    const Result expected = unwrap_random(im, p, 32);
+    for (Backend b : {Backend::kCpu, Backend::kCuda}) {
+        p.backend = b;
+        Result r;
+        r.u.assign(im.phase.size(), -1.0f);  // not the phase: the fill must bring it
+        r.flags.assign(im.flags.size(), 0);
+        r.label.assign(im.phase.size(), 0);
+        r.k.assign(im.phase.size(), 0);
+        RegionArrays a{im.H, im.W, Window{0, 0, im.H, im.W}, r.u.data(), r.flags.data(), r.label.data(), r.k.data()};
+        std::vector<int64_t> bands;
+        for (int64_t r0 = 0; r0 < im.H; r0 += 7) bands.push_back(r0);
+        std::shuffle(bands.begin(), bands.end(), std::mt19937_64(5));
+        int64_t reported = 0;
+        const RegionFill fill = [&](const RowsReady& ready) {
+            std::atomic<size_t> next{0};
+            std::atomic<int64_t> count{0};
+            auto worker = [&] {
+                for (size_t j; (j = next++) < bands.size();) {
+                    const int64_t r0 = bands[j], n = std::min<int64_t>(7, im.H - r0);
+                    const size_t o = static_cast<size_t>(r0 * im.W), e = o + static_cast<size_t>(n * im.W);
+                    std::copy(im.phase.begin() + static_cast<std::ptrdiff_t>(o), im.phase.begin() + static_cast<std::ptrdiff_t>(e), r.u.begin() + static_cast<std::ptrdiff_t>(o));
+                    std::copy(im.flags.begin() + static_cast<std::ptrdiff_t>(o), im.flags.begin() + static_cast<std::ptrdiff_t>(e), r.flags.begin() + static_cast<std::ptrdiff_t>(o));
+                    if (j % 5 != 0) {
+                        ready(r0, n);
+                        count += n;
+                    }
+                }
+            };
+            std::vector<std::thread> pool;
+            for (int t = 0; t < 4; ++t) pool.emplace_back(worker);
+            for (std::thread& t : pool) t.join();
+            reported = count;
+        };
+        Comm self(MPI_COMM_SELF);
+        RankGrid grid;
+        grid.tiles = TileGrid(im.H, im.W, 32);
+        r.stats = unwrap_region(a, grid, self, p, nullptr, [](const char*) {}, fill);
+        SCOPED_TRACE(b == Backend::kCuda ? "cuda" : "cpu");
+        EXPECT_GT(reported, 0);
+        EXPECT_LT(reported, im.H);
+        expect_same_result(expected, r, im.W);
     }
 }
 

@@ -7,7 +7,10 @@
 #include <cpl_string.h>
 #include <ogr_spatialref.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <mutex>
 #include <optional>
 #include <complex>
 #include <cstdlib>
@@ -172,6 +175,44 @@ TEST_F(RasterIoTest, Float32RoundTripWindowWithStride) {
     // Out-of-range windows and too-small strides are programming errors, not input errors.
     EXPECT_THROW(rd.read_phase(Window{0, 0, rows + 1, 1}, ph.data(), va.data(), 1), std::out_of_range);
     EXPECT_THROW(rd.read_phase(Window{0, 0, 2, 10}, ph.data(), va.data(), 5), std::invalid_argument);
+}
+
+// read_phase's RowsDone (the CUDA backend uploads rows as they come): every row of the
+// window is reported exactly once, and its phase and validity are final when it is.
+TEST_F(RasterIoTest, ReadPhaseReportsEachRowOnceWhenFinal) {
+    const int rows = 1100, cols = 4096;  // strips of 1024 rows: two of them
+    std::vector<float> img(static_cast<size_t>(rows) * cols);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) img[static_cast<size_t>(r) * cols + c] = std::cos(0.003f * r * c) * 3.0f;
+    img[1050 * cols + 7] = kNaN;
+    const std::string p = path("rows.tif");
+    tessera::write_geotiff_f32(p, rows, cols, img.data(), GeoRef{}, std::nullopt);
+    RasterReader rd(p, 1);
+    const Window w{2, 5, rows - 2, cols - 9};
+    const int64_t stride = cols;
+    std::vector<float> ph(static_cast<size_t>(w.rows * stride), 42.0f), seen = ph;
+    std::vector<uint8_t> va(static_cast<size_t>(w.rows * stride), 7), seen_va = va;
+    std::vector<int> reported(static_cast<size_t>(w.rows), 0);
+    std::mutex mu;
+    int calls = 0;
+    rd.read_phase(w, ph.data(), va.data(), stride, [&](int64_t r0, int64_t n) {
+        std::lock_guard<std::mutex> lock(mu);
+        ++calls;
+        ASSERT_GE(r0, 0);
+        ASSERT_LE(r0 + n, w.rows);
+        for (int64_t r = r0; r < r0 + n; ++r) {
+            ++reported[static_cast<size_t>(r)];
+            const size_t o = static_cast<size_t>(r * stride);
+            std::copy(ph.begin() + static_cast<std::ptrdiff_t>(o), ph.begin() + static_cast<std::ptrdiff_t>(o + stride), seen.begin() + static_cast<std::ptrdiff_t>(o));
+            std::copy(va.begin() + static_cast<std::ptrdiff_t>(o), va.begin() + static_cast<std::ptrdiff_t>(o + stride), seen_va.begin() + static_cast<std::ptrdiff_t>(o));
+        }
+    });
+    EXPECT_GE(calls, 2) << "one report for the whole window: the rows did not come as they were read";
+    EXPECT_TRUE(std::all_of(reported.begin(), reported.end(), [](int k) { return k == 1; }));
+    EXPECT_TRUE(std::memcmp(seen.data(), ph.data(), ph.size() * sizeof(float)) == 0) << "a row changed after it was reported";
+    EXPECT_EQ(seen_va, va);
+    EXPECT_EQ(va[static_cast<size_t>((1050 - w.row0) * stride + (7 - w.col0))], 0);
+    EXPECT_EQ(ph[static_cast<size_t>((600 - w.row0) * stride + (100 - w.col0))], img[600 * cols + 100]);
 }
 
 TEST_F(RasterIoTest, NaNNodataAndNoNodata) {
