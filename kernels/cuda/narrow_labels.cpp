@@ -28,9 +28,23 @@ struct KeptStaging {
 };
 
 KeptStaging& kept() {
-    static KeptStaging k;  // never freed: the driver releases it at exit (see LabelStaging)
+    static KeptStaging k;
     return k;
 }
+
+void free_pinned(uint8_t* p) noexcept;
+
+// Registered with atexit at the first allocation, i.e. after the CUDA runtime's own exit
+// handler, so it runs first: the buffer is unregistered while the driver still knows it.
+void release_kept_staging() {
+    KeptStaging& k = kept();
+    std::lock_guard<std::mutex> lock(k.in_use);
+    free_pinned(k.p);
+    k.p = nullptr;
+    k.bytes = 0;
+}
+
+void grow_kept(KeptStaging& k, size_t bytes);
 
 // Page-locked host memory: first touched on the host's threads, then registered, which costs a
 // fraction of cudaMallocHost's time for the same size on the lent host (allocating 256 MiB
@@ -55,6 +69,18 @@ void free_pinned(uint8_t* p) noexcept {
     if (!p) return;
     (void)cudaHostUnregister(p);
     std::free(p);
+}
+
+// With k.in_use held.
+void grow_kept(KeptStaging& k, size_t bytes) {
+    if (k.bytes >= bytes) return;
+    static const bool at_exit = std::atexit(release_kept_staging) == 0;
+    (void)at_exit;
+    free_pinned(k.p);
+    k.p = nullptr;
+    k.bytes = 0;
+    k.p = allocate_pinned(bytes);
+    k.bytes = bytes;
 }
 
 template <class N>
@@ -104,12 +130,7 @@ void reserve_label_staging(size_t bytes) {
     KeptStaging& k = kept();
     if (!k.in_use.try_lock()) return;
     std::lock_guard<std::mutex> held(k.in_use, std::adopt_lock);
-    if (k.bytes >= bytes) return;
-    free_pinned(k.p);
-    k.p = nullptr;
-    k.bytes = 0;
-    k.p = allocate_pinned(bytes);
-    k.bytes = bytes;
+    grow_kept(k, bytes);
 }
 
 LabelStaging::LabelStaging(size_t bytes) {
@@ -117,13 +138,7 @@ LabelStaging::LabelStaging(size_t bytes) {
     if (k.in_use.try_lock()) {
         shared_ = true;
         try {
-            if (k.bytes < bytes) {
-                free_pinned(k.p);
-                k.p = nullptr;
-                k.bytes = 0;
-                k.p = allocate_pinned(bytes);
-                k.bytes = bytes;
-            }
+            grow_kept(k, bytes);
         } catch (...) {
             k.in_use.unlock();
             throw;

@@ -48,10 +48,11 @@ __global__ void block_invalid_kernel(DeviceArrays a, Window own) {
 // row exist to block. Thread t < rows: own row t's last pixel; else own column t - rows's.
 __global__ void block_border_kernel(DeviceArrays a, Window own, bool right, bool down) {
     const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    // Atomic: the corner pixel gets a bit from each pass.
     if (t < own.rows) {
-        if (right) a.flags[a.index(own.row0 + t, a.W - 1)] |= kBlockRight;
+        if (right) dev::flag_or(a.flags, a.index(own.row0 + t, a.W - 1), kBlockRight);
     } else if (t < own.rows + own.cols) {
-        if (down) a.flags[a.index(a.H - 1, own.col0 + (t - own.rows))] |= kBlockDown;
+        if (down) dev::flag_or(a.flags, a.index(a.H - 1, own.col0 + (t - own.rows)), kBlockDown);
     }
 }
 
