@@ -116,7 +116,9 @@ template <class N>
 void widen(const N* src, int64_t rows, int64_t cols, uint32_t* dst, int64_t dst_stride) {
 #pragma omp parallel
     {
-#pragma omp for schedule(static)
+        // Dynamic: a thread the host deschedules for a while (seen on the lent VM) must not
+        // hold up the band, whose widening the next band's download waits for.
+#pragma omp for schedule(dynamic, 8)
         for (int64_t y = 0; y < rows; ++y) widen_row(src + y * cols, dst + y * dst_stride, cols);
 #ifdef __SSE2__
         _mm_sfence();  // this thread's streaming stores are visible before the region ends

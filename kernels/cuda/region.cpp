@@ -41,20 +41,21 @@ int select_device(int local_rank) {
 
 namespace {
 
-// A frame's Region (device input) allocates stream-ordered from the device's pool
-// (keep_pool_memory): it neither maps memory nor synchronises the device (cudaFree does) when
-// it is made and released, so lanes do not stall each other. A scene's Region allocates
-// exactly (cudaMalloc): the pool would keep its gigabytes reserved past the Region.
+// Every Region allocates stream-ordered from the device's pool (keep_pool_memory): it neither
+// maps memory nor synchronises the device (cudaMalloc and cudaFree do) when it is made and
+// released, so frame lanes do not stall each other and a stack of scenes (or a benchmark's
+// repeats) reuses the first one's memory: about 4 ms of cudaMalloc at 16384², measured on the
+// lent H100. The pool keeps that memory until the process ends (its peak, which it had).
 template <class T>
-T* device_alloc(size_t count, cudaStream_t s, bool pooled, const char* what) {
+T* device_alloc(size_t count, cudaStream_t s, const char* what) {
     void* p = nullptr;
     const size_t bytes = std::max<size_t>(count, 1) * sizeof(T);
-    check(pooled ? cudaMallocAsync(&p, bytes, s) : cudaMalloc(&p, bytes), what);
+    check(cudaMallocAsync(&p, bytes, s), what);
     return static_cast<T*>(p);
 }
 
-void device_free(void* p, cudaStream_t s, bool pooled) noexcept {
-    if (p) (void)(pooled ? cudaFreeAsync(p, s) : cudaFree(p));
+void device_free(void* p, cudaStream_t s) noexcept {
+    if (p) (void)cudaFreeAsync(p, s);
 }
 
 // Host arrays smaller than this are not worth page-locking.
@@ -110,7 +111,6 @@ struct Region::Impl {
     std::vector<void*> pinned;      // host ranges this Region registered (cudaHostRegister)
 
     bool own_stream = true;
-    bool pooled = false;  // device input: a frame (device_alloc)
     bool phase_in_place = false;  // d.phase is DeviceInput's (in_place), not freed here
 
     // A scene's copies run on a second stream beside the kernels' (a frame's stay on s): the
@@ -126,7 +126,7 @@ struct Region::Impl {
 
     Impl(const RegionArrays& a_, const Window& own_, const TileGrid& grid_, const DeviceInput* in,
          const RegionFill* fill = nullptr)
-        : a(a_), own(own_), grid(grid_), pooled(in != nullptr) {
+        : a(a_), own(own_), grid(grid_) {
         const Window& b = a.buf;
         if (own.rows <= 0 || own.cols <= 0) throw std::invalid_argument("cuda::Region: empty own window");
         if (own.row0 < b.row0 || own.col0 < b.col0 || own.row0 + own.rows > b.row0 + b.rows ||
@@ -170,11 +170,11 @@ struct Region::Impl {
             d.W = a.W;
             d.buf = b;
             phase_in_place = in && in->in_place;
-            d.phase = phase_in_place ? const_cast<float*>(in->phase) : device_alloc<float>(nb, s, pooled, "allocate phase");
+            d.phase = phase_in_place ? const_cast<float*>(in->phase) : device_alloc<float>(nb, s, "allocate phase");
             // The phase sets off before the other allocations (cudaMalloc of gigabytes takes milliseconds).
             if (!in && !fill) check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
-            d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, s, pooled, "allocate flags");
-            nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), s, pooled, "allocate union-find nodes");
+            d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, s, "allocate flags");
+            nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), s, "allocate union-find nodes");
             if (fill) fill_and_upload(*fill, pin_beside_fill);
             if (in) {  // already on the device, in stream order
                 check(cudaMemsetAsync(d.flags, 0, (nb + 3) / 4 * 4, s), "cudaMemset flags");
@@ -274,7 +274,7 @@ struct Region::Impl {
         if (phase_in_place) d.phase = nullptr;  // the caller's
         for (void* p : {static_cast<void*>(d.phase), static_cast<void*>(d.flags), static_cast<void*>(nodes),
                         static_cast<void*>(label), static_cast<void*>(cycles)})
-            device_free(p, s, pooled);
+            device_free(p, s);
         d.phase = nullptr;
         d.flags = nullptr;
         nodes = nullptr;
@@ -546,13 +546,13 @@ void Region::apply(const ComponentAssignment& as) {
     m.label_bytes = 4;
     if (m.cs && m.a.label) m.label_bytes = label_bytes_for(as.label.empty() ? 0 : *std::max_element(as.label.begin(), as.label.end()));
     if (m.label_alloc < npx * static_cast<size_t>(m.label_bytes)) {
-        device_free(m.label, m.s, m.pooled);
+        device_free(m.label, m.s);
         m.label = nullptr;
         m.label_alloc = 0;
-        m.label = device_alloc<uint8_t>(npx * static_cast<size_t>(m.label_bytes), m.s, m.pooled, "allocate labels");
+        m.label = device_alloc<uint8_t>(npx * static_cast<size_t>(m.label_bytes), m.s, "allocate labels");
         m.label_alloc = npx * static_cast<size_t>(m.label_bytes);
     }
-    if (m.a.cycles && !m.cycles) m.cycles = device_alloc<int32_t>(npx, m.s, m.pooled, "allocate cycles");
+    if (m.a.cycles && !m.cycles) m.cycles = device_alloc<int32_t>(npx, m.s, "allocate cycles");
     m.need_flags();
     // Root marks go into the flags: not before the cut bits have left for the host.
     if (m.cuts_downloading) check(cudaStreamWaitEvent(m.s, m.cuts_down, 0), "cudaStreamWaitEvent (cuts down)");
@@ -560,7 +560,7 @@ void Region::apply(const ComponentAssignment& as) {
         constexpr size_t kChunk = size_t{1} << 20;  // 16 MiB of records per upload
         const size_t chunk = std::min(n, kChunk);
         std::vector<DeviceRootRecord> host(chunk);
-        DeviceRootRecord* d_recs = device_alloc<DeviceRootRecord>(chunk, m.s, true, "cudaMallocAsync apply records");
+        DeviceRootRecord* d_recs = device_alloc<DeviceRootRecord>(chunk, m.s, "cudaMallocAsync apply records");
         try {
             for (size_t b = 0; b < n; b += chunk) {
                 const size_t e = std::min(n, b + chunk);
@@ -667,7 +667,7 @@ void Region::finish() {
     m.cuts_downloading = false;
     for (void** p : {reinterpret_cast<void**>(&m.label), reinterpret_cast<void**>(&m.cycles)})
         if (*p) {
-            device_free(*p, m.s, m.pooled);
+            device_free(*p, m.s);
             *p = nullptr;
         }
     m.applied = false;

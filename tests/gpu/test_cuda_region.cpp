@@ -819,6 +819,14 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
     grid.tiles = tg;
     Comm self(MPI_COMM_SELF);
 
+    // Regions allocate from the device's stream-ordered pool, which keeps what earlier tests
+    // freed: empty it first, so that what the pool holds from here on is this test's.
+    int dev = 0;
+    cudaMemPool_t pool = nullptr;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+    ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, dev), cudaSuccess);
+    ASSERT_EQ(cudaMemPoolTrimTo(pool, 0), cudaSuccess);
     size_t free0 = 0, total = 0;
     ASSERT_EQ(cudaMemGetInfo(&free0, &total), cudaSuccess);
     int64_t worst = 0, label_bytes = 4;
