@@ -10,6 +10,15 @@ b=$1 size=${2:-1024} gp=${3:-}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 d=$(mktemp -d)
 pass=0 fail=0
+# same WHAT A B: the three datasets of A and B byte for byte; counts and prints one line.
+same() {
+  local out
+  if out=$(h5_same "$2" "$3" unwrapped_phase cycles connected_components); then
+    pass=$((pass+1)); echo "$1: identical"
+  else
+    fail=$((fail+1)); echo "$1: $out"
+  fi
+}
 for c in bowl topo holes fringes; do
   tessera synth --case $c --size ${size}x${size} --seed 3 "$d" >/dev/null || { echo "synth $c failed"; fail=$((fail+1)); continue; }
   for tile in 64 300 512; do
@@ -17,25 +26,13 @@ for c in bowl topo holes fringes; do
     tessera unwrap --backend cpu $common $d/cpu.h5 || { fail=$((fail+1)); continue; }
     tessera unwrap --backend cuda $common $d/gpu.h5 || { fail=$((fail+1)); continue; }
     mpirun --oversubscribe -np 2 tessera unwrap --backend cuda --share-gpus $common $d/gpu2.h5 || { fail=$((fail+1)); continue; }
-    for other in gpu gpu2; do
-      if out=$(h5_same $d/cpu.h5 $d/$other.h5 unwrapped_phase cycles connected_components); then
-        pass=$((pass+1)); echo "$c tile $tile cpu vs $other: identical"
-      else
-        fail=$((fail+1)); echo "$c tile $tile cpu vs $other: $out"
-      fi
-    done
+    for other in gpu gpu2; do same "$c tile $tile cpu vs $other" $d/cpu.h5 $d/$other.h5; done
   done
   # No coherence and no mask: the CUDA backend uploads phase rows while GDAL reads the rest.
   plain="-q --save-cycles --tile-size 256 $d/${c}_wrapped.tif"
   tessera unwrap --backend cpu $plain $d/cpu.h5 && tessera unwrap --backend cuda $plain $d/gpu.h5 &&
     mpirun --oversubscribe -np 2 tessera unwrap --backend cuda --share-gpus $plain $d/gpu2.h5 || { fail=$((fail+1)); continue; }
-  for other in gpu gpu2; do
-    if out=$(h5_same $d/cpu.h5 $d/$other.h5 unwrapped_phase cycles connected_components); then
-      pass=$((pass+1)); echo "$c streamed read cpu vs $other: identical"
-    else
-      fail=$((fail+1)); echo "$c streamed read cpu vs $other: $out"
-    fi
-  done
+  for other in gpu gpu2; do same "$c streamed read cpu vs $other" $d/cpu.h5 $d/$other.h5; done
 done
 if [ -n "$gp" ]; then
   for v in "$gp"/*.vrt; do
@@ -45,11 +42,7 @@ if [ -n "$gp" ]; then
     for tile in 32 128; do
       common="-q --save-cycles --tile-size $tile ${mask[*]} $v"
       tessera unwrap --backend cpu $common $d/cpu.h5 && tessera unwrap --backend cuda $common $d/gpu.h5 || { fail=$((fail+1)); continue; }
-      if out=$(h5_same $d/cpu.h5 $d/gpu.h5 unwrapped_phase cycles connected_components); then
-        pass=$((pass+1)); echo "G&P $n tile $tile cpu vs gpu: identical"
-      else
-        fail=$((fail+1)); echo "G&P $n tile $tile cpu vs gpu: $out"
-      fi
+      same "G&P $n tile $tile cpu vs gpu" $d/cpu.h5 $d/gpu.h5
     done
   done
 fi
