@@ -171,7 +171,7 @@ struct Region::Impl {
             d.buf = b;
             phase_in_place = in && in->in_place;
             d.phase = phase_in_place ? const_cast<float*>(in->phase) : device_alloc<float>(nb, s, "allocate phase");
-            // The phase sets off before the other allocations (cudaMalloc of gigabytes takes milliseconds).
+            // The phase sets off before the other allocations (mapping gigabytes takes milliseconds the first time).
             if (!in && !fill) check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
             d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, s, "allocate flags");
             nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), s, "allocate union-find nodes");
