@@ -3,11 +3,14 @@
 // holds the CUDA backend to the same numbers), and the phase error against its truth.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
 #include <cstdint>
 #include <numbers>
 #include <vector>
+
+#include "kernels/hologram.h"
 
 namespace tessera::testing {
 
@@ -109,5 +112,16 @@ inline double phase_rms(const std::vector<float>& phase, const SynthHologram& h,
     for (double e : d) s2 += wrap(e - mean) * wrap(e - mean);
     return std::sqrt(s2 / static_cast<double>(d.size()));
 }
+
+// The sideband windows' accuracy cases on make_hologram's default frame and the RMS each must
+// stay under (measured on the CPU backend; the CUDA backend is held to the same numbers).
+struct WindowCase {
+    SidebandWindow window;
+    double max_rms;
+    double noise = 0.2;
+};
+inline const std::array<WindowCase, 4> kWindowCases = {
+    WindowCase{SidebandWindow::kCircular, 0.027}, WindowCase{SidebandWindow::kHann, 0.013},
+    WindowCase{SidebandWindow::kCircular, 0.0001, 0.0}, WindowCase{SidebandWindow::kHann, 0.008, 0.0}};
 
 }  // namespace tessera::testing
