@@ -1,7 +1,10 @@
 // Test support: runs synthetic holograms through run_frames (src/frame_lanes.h) and keeps
 // every frame's result, for the CPU and CUDA frame-lane tests.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -34,6 +37,13 @@ inline std::map<int64_t, KeptFrame> run_kept(const std::vector<SynthHologram>& f
             k.view = v;
         });
     return out;
+}
+
+// Frame k alone (a) and in a batch (b): the same unwrapped bytes and labels, no conflict.
+inline void expect_same_frame(const KeptFrame& a, const KeptFrame& b, int64_t k) {
+    EXPECT_EQ(std::memcmp(a.u.data(), b.u.data(), a.u.size() * sizeof(float)), 0) << "frame " << k;
+    EXPECT_EQ(a.label, b.label) << "frame " << k;
+    EXPECT_EQ(b.view.stats.conflicts, 0);
 }
 
 }  // namespace tessera::testing
