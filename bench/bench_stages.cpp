@@ -76,6 +76,7 @@ struct Buffers {
 struct Run {
     std::map<std::string, double> stage;
     double total = 0;
+    int label_bytes = 4;
 };
 
 // Unwraps the scene into b (cycles only when asked: a check needs them, a timing does not).
@@ -91,13 +92,14 @@ Run run(const SynthScene& s, Backend backend, int64_t tile, Buffers& b, bool cyc
     RegionArrays a{s.rows, s.cols, Window{0, 0, s.rows, s.cols}, b.u.p, b.flags.p, b.label.p, cycles ? b.k.p : nullptr};
     UnwrapParams p;
     p.backend = backend;
+    p.narrow_labels = true;  // as the scene pipeline stores them (kernels/label_width.h)
     auto t = std::chrono::steady_clock::now();
     const auto t0 = t;
-    unwrap_image(a, tile, p, [&](const char* name) {
+    out.label_bytes = unwrap_image(a, tile, p, [&](const char* name) {
         const auto now = std::chrono::steady_clock::now();
         out.stage[name] += std::chrono::duration<double>(now - t).count();
         t = now;
-    });
+    }).label_bytes;
     out.total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;
 }
@@ -139,6 +141,7 @@ Run run_resident(const SynthScene& s, int64_t tile, Buffers& b, const Resident& 
     Comm comm = Comm::alone();
     UnwrapParams p;
     p.backend = Backend::kCuda;
+    p.narrow_labels = true;
     cudaMemcpy(d.phase, d.wrapped, static_cast<size_t>(s.rows * s.cols) * 4, cudaMemcpyDeviceToDevice);
     cudaDeviceSynchronize();
     auto t = std::chrono::steady_clock::now();
@@ -230,11 +233,11 @@ int main(int argc, char** argv) {
     if (check && b == Backend::kCuda) {
         const size_t n = s.wrapped.size();
         Buffers ref(n, false);
-        run(s, Backend::kCpu, tile, ref, true);
-        run(s, b, tile, buf, true);
-        const bool same = std::memcmp(ref.u.p, buf.u.p, n * 4) == 0 && std::memcmp(ref.label.p, buf.label.p, n * 4) == 0 &&
+        const int lb = run(s, Backend::kCpu, tile, ref, true).label_bytes;
+        const bool same = run(s, b, tile, buf, true).label_bytes == lb && std::memcmp(ref.u.p, buf.u.p, n * 4) == 0 &&
+                          std::memcmp(ref.label.p, buf.label.p, n * static_cast<size_t>(lb)) == 0 &&
                           std::memcmp(ref.k.p, buf.k.p, n * 4) == 0;
-        std::fprintf(stderr, "check vs cpu backend: %s\n", same ? "bit-identical" : "DIFFERENT");
+        std::fprintf(stderr, "check vs cpu backend (labels %d B): %s\n", lb, same ? "bit-identical" : "DIFFERENT");
         rc = same ? 0 : 1;
     }
     MPI_Finalize();

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -10,10 +11,11 @@ namespace tessera {
 
 namespace {
 
-// One chunk: gathered (padded with fill), byte-shuffled as H5Z_filter_shuffle does
-// (byte j of element i goes to j * n + i), compressed as H5Z_filter_deflate does (compress2).
-bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t cols, size_t elem, const hsize_t chunk[2],
-                int64_t r0, int64_t c0, int level, const unsigned char* fill, std::vector<unsigned char>& raw,
+// One chunk: gathered (src_elem-byte elements zero-extended to elem; padded with fill),
+// byte-shuffled as H5Z_filter_shuffle does (byte j of element i goes to j * n + i),
+// compressed as H5Z_filter_deflate does (compress2).
+bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t cols, size_t src_elem, size_t elem,
+                const hsize_t chunk[2], int64_t r0, int64_t c0, int level, const unsigned char* fill, std::vector<unsigned char>& raw,
                 std::vector<unsigned char>& shuffled, std::vector<unsigned char>& out) {
     const size_t cr = chunk[0], cc = chunk[1], n = cr * cc;
     raw.resize(n * elem);
@@ -22,7 +24,13 @@ bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t
         unsigned char* dst = raw.data() + y * cc * elem;
         const int64_t r = r0 + static_cast<int64_t>(y);
         const size_t w = r < rows ? static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(cc), cols - c0)) : 0;
-        if (w > 0) std::memcpy(dst, data + (static_cast<size_t>(r) * static_cast<size_t>(stride) + static_cast<size_t>(c0)) * elem, w * elem);
+        const unsigned char* s = data + (static_cast<size_t>(r) * static_cast<size_t>(stride) + static_cast<size_t>(c0)) * src_elem;
+        if (src_elem == elem) {
+            if (w > 0) std::memcpy(dst, s, w * elem);
+        } else {
+            std::memset(dst, 0, w * elem);
+            for (size_t x = 0; x < w; ++x) std::memcpy(dst + x * elem, s + x * src_elem, src_elem);
+        }
         for (size_t x = w; x < cc; ++x) std::memcpy(dst + x * elem, fill, elem);
     }
     for (size_t i = 0; i < n; ++i)
@@ -37,7 +45,9 @@ bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t
 }  // namespace
 
 std::string write_deflated_chunks(hid_t dset, const void* data, int64_t stride, int64_t rows, int64_t cols,
-                                  size_t elem, const hsize_t chunk[2], int level, const void* fill) {
+                                  size_t elem, const hsize_t chunk[2], int level, const void* fill, size_t src_elem) {
+    static_assert(std::endian::native == std::endian::little, "zero-extension by bytes needs a little-endian host");
+    if (src_elem == 0) src_elem = elem;
     const int64_t nr = (rows + static_cast<int64_t>(chunk[0]) - 1) / static_cast<int64_t>(chunk[0]);
     const int64_t nc = (cols + static_cast<int64_t>(chunk[1]) - 1) / static_cast<int64_t>(chunk[1]);
     const int64_t total = nr * nc;
@@ -55,7 +65,7 @@ std::string write_deflated_chunks(hid_t dset, const void* data, int64_t stride, 
 #pragma omp for schedule(dynamic)
             for (int64_t k = b0; k < b1; ++k) {
                 const int64_t r0 = (k / nc) * static_cast<int64_t>(chunk[0]), c0 = (k % nc) * static_cast<int64_t>(chunk[1]);
-                if (!pack_chunk(src, stride, rows, cols, elem, chunk, r0, c0, level, fb, raw, shuffled,
+                if (!pack_chunk(src, stride, rows, cols, src_elem, elem, chunk, r0, c0, level, fb, raw, shuffled,
                                 out[static_cast<size_t>(k - b0)]))
                     bad = 1;
             }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -28,6 +29,7 @@
 
 #include "io/chunk_deflate.h"
 #include "io/input_error.h"
+#include "kernels/label_width.h"
 
 namespace tessera {
 namespace {
@@ -352,7 +354,7 @@ Hdf5Writer::~Hdf5Writer() {
 
 template <typename T>
 void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const T* data,
-                               int64_t stride, const std::vector<Attribute>& attrs) {
+                               int64_t stride, const std::vector<Attribute>& attrs, size_t src_elem) {
     Failure local;
     if (committed_ || file_ < 0)
         local = {FailKind::kLogic, "Hdf5Writer: write of '" + name + "' after commit()"};
@@ -415,9 +417,9 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
 
         // One rank writing the whole image compressed: the chunks are compressed on the host's
         // threads and written as they are (the filters' work, not one core's).
-        if (serial_ && deflate && own.row0 == 0 && own.col0 == 0 && own.rows == rows_ && own.cols == cols_) {
+        if (writes_own_chunks(own)) {
             if (std::string e = write_deflated_chunks(dset.get(), data, stride, rows_, cols_, sizeof(T), chunk,
-                                                      deflate_level_, &fill);
+                                                      deflate_level_, &fill, src_elem);
                 !e.empty())
                 fail(e);
             break;
@@ -474,6 +476,25 @@ void Hdf5Writer::write_f32(const std::string& name, const Window& own, const flo
 void Hdf5Writer::write_u32(const std::string& name, const Window& own, const uint32_t* data,
                            int64_t stride, const std::vector<Attribute>& attrs) {
     write_dataset(name, own, data, stride, attrs);
+}
+void Hdf5Writer::write_labels(const std::string& name, const Window& own, const void* data, int bytes,
+                               int64_t stride, const std::vector<Attribute>& attrs) {
+    if (bytes != 1 && bytes != 2 && bytes != 4)
+        throw std::invalid_argument("Hdf5Writer: labels of " + std::to_string(bytes) + " bytes for dataset '" + name + "'");
+    if (bytes == 4 || writes_own_chunks(own) || stride < own.cols) {  // (the last: write_dataset reports it)
+        write_dataset(name, own, static_cast<const uint32_t*>(data), stride, attrs, static_cast<size_t>(bytes));
+        return;
+    }
+    // Parallel HDF5 1.10 writes filtered datasets only collectively, and not with a type
+    // conversion: the window goes through a 4-byte copy.
+    std::vector<uint32_t> wide(static_cast<size_t>(std::max<int64_t>(own.size(), 0)));
+    if (data) {
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < own.rows; ++r)
+            for (int64_t c = 0; c < own.cols; ++c)
+                wide[static_cast<size_t>(r * own.cols + c)] = label_at(data, bytes, r * stride + c);
+    }
+    write_dataset(name, own, own.size() > 0 && data ? wide.data() : nullptr, own.cols, attrs);
 }
 void Hdf5Writer::write_i32(const std::string& name, const Window& own, const int32_t* data,
                            int64_t stride, const std::vector<Attribute>& attrs) {

@@ -38,6 +38,11 @@ public:
                    const std::vector<Attribute>& attrs);
     void write_u32(const std::string& name, const Window& own, const uint32_t* data, int64_t stride,
                    const std::vector<Attribute>& attrs);
+    // A uint32 dataset from labels `bytes` wide (1, 2 or 4, the same on every rank;
+    // kernels/label_width.h): widened chunk by chunk where this writer compresses the chunks
+    // itself (one rank, whole image), else through a 4-byte copy of the window.
+    void write_labels(const std::string& name, const Window& own, const void* data, int bytes, int64_t stride,
+                      const std::vector<Attribute>& attrs);
     void write_i32(const std::string& name, const Window& own, const int32_t* data, int64_t stride,
                    const std::vector<Attribute>& attrs);
     void write_i8(const std::string& name, const Window& own, const int8_t* data, int64_t stride,
@@ -58,9 +63,14 @@ public:
     const std::string& path() const { return path_; }
 
 private:
+    // src_elem: bytes of data's elements, narrower than T only where writes_own_chunks(own).
     template <typename T>
     void write_dataset(const std::string& name, const Window& own, const T* data, int64_t stride,
-                       const std::vector<Attribute>& attrs);
+                       const std::vector<Attribute>& attrs, size_t src_elem = sizeof(T));
+    // One rank writing the whole image compressed: chunks compressed on the host's threads.
+    bool writes_own_chunks(const Window& own) const {
+        return serial_ && deflate_level_ > 0 && own.row0 == 0 && own.col0 == 0 && own.rows == rows_ && own.cols == cols_;
+    }
 
     std::string path_, tmp_path_;
     MPI_Comm comm_;

@@ -54,6 +54,7 @@ struct ComponentAssignment {
     std::span<const ComponentRecord> records;
     std::span<const int32_t> offset;
     std::span<const uint32_t> label;
+    int label_bytes = 4;  // width of the labels in RegionArrays::label: 1, 2 or 4 (kernels/label_width.h)
 };
 
 }  // namespace tessera

@@ -39,7 +39,9 @@ struct RegionArrays {
     Window buf;
     float* phase = nullptr;      // wrapped phase, 0 at invalid pixels
     uint8_t* flags = nullptr;    // PixelFlag bits
-    uint32_t* label = nullptr;   // connected component, 0 = none
+    // Connected component, 0 = none: room for 4 bytes a pixel, written as wide as the
+    // assignment says (ComponentAssignment::label_bytes; kernels/label_width.h).
+    void* label = nullptr;
     int32_t* cycles = nullptr;   // k, optional (may be null)
     int64_t index(int64_t r, int64_t c) const { return (r - buf.row0) * buf.cols + (c - buf.col0); }
 };

@@ -19,6 +19,7 @@
 #include "io/gdal_session.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
+#include "kernels/label_width.h"
 
 namespace tessera {
 
@@ -78,8 +79,8 @@ QuicklookGrid quicklook_grid(int64_t rows, int64_t cols, int max_side) {
     return g;
 }
 
-std::vector<QuicklookCell> quicklook_cells(const float* u, const uint32_t* labels, const Window& own,
-                                           int64_t stride, const QuicklookGrid& g) {
+std::vector<QuicklookCell> quicklook_cells(const float* u, const void* labels, const Window& own,
+                                           int64_t stride, const QuicklookGrid& g, int label_bytes) {
     std::vector<QuicklookCell> out;
     if (own.rows <= 0 || own.cols <= 0) return out;
     const int64_t f = g.factor;
@@ -113,7 +114,7 @@ std::vector<QuicklookCell> quicklook_cells(const float* u, const uint32_t* label
         const int64_t sr = cr0 + (cr1 - cr0 - 1) / 2, sc = cc0 + (cc1 - cc0 - 1) / 2;
         if (labels != nullptr && own.contains(sr, sc)) {
             cell.has_label = 1;
-            cell.label = labels[(sr - own.row0) * stride + (sc - own.col0)];
+            cell.label = label_at(labels, label_bytes, (sr - own.row0) * stride + (sc - own.col0));
         }
     }
     return out;

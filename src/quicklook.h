@@ -44,9 +44,10 @@ struct QuicklookCell {
 };
 
 // Records of the cells that `own` (global pixels) meets; u and labels point at the
-// window's first pixel, row stride `stride`; labels may be null (no components panel).
-std::vector<QuicklookCell> quicklook_cells(const float* u, const uint32_t* labels, const Window& own,
-                                           int64_t stride, const QuicklookGrid& g);
+// window's first pixel, row stride `stride`; labels (label_bytes wide: kernels/label_width.h)
+// may be null (no components panel).
+std::vector<QuicklookCell> quicklook_cells(const float* u, const void* labels, const Window& own,
+                                           int64_t stride, const QuicklookGrid& g, int label_bytes = 4);
 
 // RGB bytes (pixel-interleaved, g.panel_rows x g.width(with_labels)) of the merged records.
 std::vector<uint8_t> render_quicklook(const QuicklookGrid& g, const std::vector<QuicklookCell>& cells,

@@ -184,7 +184,8 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
         rep.valid = valid;
         stage_done("read");
     };
-    UnwrapParams params{opt.max_pair_distance, opt.min_component_size, opt.reference, opt.backend};
+    // Labels stay as narrow as they fit: the writer widens them chunk by chunk (label_width.h).
+    UnwrapParams params{opt.max_pair_distance, opt.min_component_size, opt.reference, opt.backend, true};
     std::vector<Residue> res;
     const RegionStats st = unwrap_region(
         a, grid, comm, params, opt.save_residues ? &res : nullptr,
@@ -210,7 +211,8 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
                     {"description", std::string("unwrapped phase u = phi + 2 pi k; NaN where invalid")},
                     {"_FillValue", nan}});
     out->set_deflate(1);
-    out->write_u32("connected_components", own, label.data() + o, stride,
+    const int lb = st.label_bytes;
+    out->write_labels("connected_components", own, static_cast<const uint8_t*>(a.label) + o * lb, lb, stride,
                    {{"description", std::string("connected component 1..N by size descending; 0 = invalid, low "
                                                 "coherence or small component")}});
     if (opt.save_cycles)
@@ -242,7 +244,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
     if (!opt.quicklook.empty()) {
         // Each rank reduces its window to quicklook cells; rank 0 draws them (a failed PNG leaves no .h5).
         const QuicklookGrid qg = quicklook_grid(H, W, 1024);
-        const auto parts = comm.gatherv(quicklook_cells(phase.data() + o, label.data() + o, own, stride, qg), 0);
+        const auto parts = comm.gatherv(quicklook_cells(phase.data() + o, static_cast<const uint8_t*>(a.label) + o * lb, own, stride, qg, lb), 0);
         std::string err;
         if (rank == 0) {
             try {

@@ -31,6 +31,9 @@ struct UnwrapParams {
     int64_t min_component_size = 100;
     std::optional<std::pair<int64_t, int64_t>> reference;
     Backend backend = Backend::kCpu;
+    // Labels stored as few bytes wide as hold the largest (RegionStats::label_bytes; kernels/
+    // label_width.h) instead of 4: what the scene pipeline's writer and the benchmarks take.
+    bool narrow_labels = false;
 };
 
 struct RegionStats {  // global counts (the same on every rank)
@@ -38,6 +41,7 @@ struct RegionStats {  // global counts (the same on every rank)
     int64_t components = 0, labelled = 0, largest = 0;
     int64_t conflicts = 0;    // must be 0 (section 3)
     int64_t bytes_sent = 0;   // by this rank, to other ranks
+    int label_bytes = 4;      // width of the labels written (UnwrapParams::narrow_labels)
 };
 
 // `a` covers grid.buffer(comm.rank()); phase holds the wrapped phase (0 at invalid) and

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/label_width.h"
 #include "kernels/phase_a.h"
 #include "kernels/region.h"
 #include "partition/comm.h"
@@ -65,7 +66,8 @@ RegionStats run_unwrap_stages(Region& region, const RankGrid& grid, Comm& comm, 
     st.largest = g.largest;
     stage("offset_solve");
 
-    region.apply(ComponentAssignment{comps.records, g.offset, g.label});
+    st.label_bytes = p.narrow_labels ? label_bytes_for(static_cast<uint64_t>(g.labelled)) : 4;  // alike on every rank
+    region.apply(ComponentAssignment{comps.records, g.offset, g.label, st.label_bytes});
     stage("apply");
     st.bytes_sent = comm.bytes_sent();
     return st;

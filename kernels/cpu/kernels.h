@@ -28,12 +28,12 @@ void rasterise_cuts(const RegionArrays& a, const Window& tile, std::span<const C
 int64_t tile_union_find(const RegionArrays& a, const Window& tile, uint64_t* nodes, uint32_t* counts);
 
 // Final pixel pass: root_rec maps a tile-local root to (offset K, label); writes cycles
-// (if present), label and u = phi + 2 pi k into phase (NaN at invalid pixels).
+// (if present), label (label_bytes wide) and u = phi + 2 pi k into phase (NaN at invalid pixels).
 struct RootRecord {
     int32_t offset = 0;
     uint32_t label = 0;
 };
 void apply_offsets(const RegionArrays& a, const Window& tile, const uint64_t* nodes,
-                   const RootRecord* root_rec);
+                   const RootRecord* root_rec, int label_bytes);
 
 }  // namespace tessera::cpu

@@ -121,6 +121,8 @@ RegionComponents Region::union_find() {
 }
 
 void Region::apply(const ComponentAssignment& as) {
+    if (as.label_bytes != 1 && as.label_bytes != 2 && as.label_bytes != 4)
+        throw std::invalid_argument("cpu::Region::apply: labels of 1, 2 or 4 bytes");
     const int64_t T = static_cast<int64_t>(tiles_.size());
     auto rec_index = [&](int64_t root) {
         return static_cast<size_t>(std::lower_bound(as.records.begin(), as.records.end(), root,
@@ -141,7 +143,7 @@ void Region::apply(const ComponentAssignment& as) {
                 const int64_t r = cr.root / a_.W, c = cr.root % a_.W;
                 root_rec[static_cast<size_t>((r - w.row0) * w.cols + (c - w.col0))] = {as.offset[ri], as.label[ri]};
             }
-            apply_offsets(a_, w, nodes_.data() + node_off_[i], root_rec.data());
+            apply_offsets(a_, w, nodes_.data() + node_off_[i], root_rec.data(), as.label_bytes);
         }
     }
     nodes_ = {};

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "kernels/cpu/kernels.h"
 #include "kernels/union_find.h"
@@ -67,14 +68,16 @@ int64_t tile_union_find(const RegionArrays& a, const Window& tile, uint64_t* nod
     return conflicts;
 }
 
-void apply_offsets(const RegionArrays& a, const Window& tile, const uint64_t* nodes,
-                   const RootRecord* root_rec) {
+namespace {
+
+template <class L>
+void apply_tile(const RegionArrays& a, const Window& tile, const uint64_t* nodes, const RootRecord* root_rec) {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     for (int64_t i = 0; i < tile.rows; ++i) {
         const int64_t base = a.index(tile.row0 + i, tile.col0);
         float* ph = a.phase + base;
         const uint8_t* f = a.flags + base;
-        uint32_t* lab = a.label + base;
+        L* lab = static_cast<L*>(a.label) + base;
         int32_t* cyc = a.cycles ? a.cycles + base : nullptr;
         const uint64_t* row = nodes + i * tile.cols;
         for (int64_t j = 0; j < tile.cols; ++j) {
@@ -89,9 +92,21 @@ void apply_offsets(const RegionArrays& a, const Window& tile, const uint64_t* no
             // Section 4: u = phi + 6.2831855f * k, float32, no contraction.
             const float twopik = kTwoPiF * static_cast<float>(k);
             ph[j] = ph[j] + twopik;
-            lab[j] = rec.label;
+            lab[j] = static_cast<L>(rec.label);  // the caller chose L wide enough for every label
             if (cyc) cyc[j] = k;
         }
+    }
+}
+
+}  // namespace
+
+void apply_offsets(const RegionArrays& a, const Window& tile, const uint64_t* nodes, const RootRecord* root_rec,
+                   int label_bytes) {
+    switch (label_bytes) {
+        case 1: apply_tile<uint8_t>(a, tile, nodes, root_rec); break;
+        case 2: apply_tile<uint16_t>(a, tile, nodes, root_rec); break;
+        case 4: apply_tile<uint32_t>(a, tile, nodes, root_rec); break;
+        default: throw std::invalid_argument("apply_offsets: labels of 1, 2 or 4 bytes");
     }
 }
 

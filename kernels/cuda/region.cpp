@@ -15,8 +15,8 @@
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_matching.h"
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/narrow_labels.h"
 #include "kernels/cuda/phase_a_rounds.h"
+#include "kernels/label_width.h"
 #include "partition/matching.h"
 #include "kernels/union_find.h"
 
@@ -104,11 +104,13 @@ struct Region::Impl {
     DeviceArrays d;                 // phase, flags over buf
     uint64_t* nodes = nullptr;      // own.size() union-find words (also the residue scratch)
     void* label = nullptr;          // own.size() of label_bytes each, from apply() to finish()
-    int label_bytes = 4;            // 1 or 2 where a scene's labels fit (narrow_labels.h)
+    int label_bytes = 4;            // ComponentAssignment::label_bytes (kernels/label_width.h)
     size_t label_alloc = 0;         // bytes allocated at label
     int32_t* cycles = nullptr;      // own.size() when a.cycles is set, likewise
     bool applied = false;
     std::vector<void*> pinned;      // host ranges this Region registered (cudaHostRegister)
+    std::mutex pinned_mu;           // pin() runs on helper threads too
+    std::future<void> label_pin;    // a scene's a.label page-locked beside the upload; finish() waits
 
     bool own_stream = true;
     bool phase_in_place = false;  // d.phase is DeviceInput's (in_place), not freed here
@@ -122,7 +124,6 @@ struct Region::Impl {
     bool flags_clear = false;  // every flag is 0 (none set at upload, no cut placed yet)
     std::vector<cudaEvent_t> band_done;  // apply's row bands, in order
     std::vector<int64_t> band_rows;      // band b: own rows [band_rows[b], band_rows[b+1])
-    std::vector<cudaEvent_t> labels_down;  // narrow labels: band b is in the staging buffer
 
     Impl(const RegionArrays& a_, const Window& own_, const TileGrid& grid_, const DeviceInput* in,
          const RegionFill* fill = nullptr)
@@ -148,24 +149,22 @@ struct Region::Impl {
                 check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
             }
             const size_t nb = static_cast<size_t>(b.size());
-            // finish() downloads u (and flags) into the host arrays; a.label is pinned by finish()
-            // only where the labels come down 4 bytes wide. A filled Region pins beside the fill.
+            // finish() downloads u (and flags) into the host arrays. A filled Region pins beside
+            // the fill; a scene's labels are pinned on a thread of their own meanwhile (finish()
+            // waits: registering a gigabyte takes ~50 ms on the lent H100 host).
             auto pin_arrays = [this, nb] {
                 pin(a.phase, nb * sizeof(float));
                 pin(a.flags, nb);
                 pin(a.cycles, nb * sizeof(int32_t));
             };
+            if (!in && a.label && pinning_enabled()) {
+                int device = 0;
+                check(cudaGetDevice(&device), "cudaGetDevice");
+                label_pin = std::async(std::launch::async, [this, nb, device] {
+                    if (cudaSetDevice(device) == cudaSuccess) pin(a.label, nb * sizeof(uint32_t));
+                });
+            }
             if (!fill) pin_arrays();
-            // A filled Region also readies the labels' staging (one byte a pixel, the usual case).
-            auto pin_beside_fill = [&pin_arrays, this] {
-                pin_arrays();
-                if (a.label && pinning_enabled()) {
-                    try {
-                        reserve_label_staging(static_cast<size_t>(own.size()));
-                    } catch (const std::exception&) {  // finish() tries again and reports
-                    }
-                }
-            };
             d.H = a.H;
             d.W = a.W;
             d.buf = b;
@@ -175,7 +174,7 @@ struct Region::Impl {
             if (!in && !fill) check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
             d.flags = device_alloc<uint8_t>((nb + 3) / 4 * 4, s, "allocate flags");
             nodes = device_alloc<uint64_t>(static_cast<size_t>(own.size()), s, "allocate union-find nodes");
-            if (fill) fill_and_upload(*fill, pin_beside_fill);
+            if (fill) fill_and_upload(*fill, pin_arrays);
             if (in) {  // already on the device, in stream order
                 check(cudaMemsetAsync(d.flags, 0, (nb + 3) / 4 * 4, s), "cudaMemset flags");
                 flags_clear = !in->flags;
@@ -256,17 +255,23 @@ struct Region::Impl {
     // registered, locked-memory limit, ...) the array simply stays pageable.
     void pin(void* p, size_t bytes) {
         if (!p || bytes < kPinMin || !pinning_enabled()) return;
-        if (std::find(pinned.begin(), pinned.end(), p) != pinned.end()) return;
+        {
+            std::lock_guard<std::mutex> lock(pinned_mu);
+            if (std::find(pinned.begin(), pinned.end(), p) != pinned.end()) return;
+        }
         cudaPointerAttributes at{};
         if (cudaPointerGetAttributes(&at, p) == cudaSuccess && at.type == cudaMemoryTypeHost) return;  // already
         (void)cudaGetLastError();
-        if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) == cudaSuccess)
+        if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) == cudaSuccess) {
+            std::lock_guard<std::mutex> lock(pinned_mu);
             pinned.push_back(p);
-        else
+        } else {
             (void)cudaGetLastError();
+        }
     }
 
     void release() noexcept {
+        if (label_pin.valid()) label_pin.wait();
         if (cs) (void)cudaStreamSynchronize(cs);
         if (s) (void)cudaStreamSynchronize(s);
         for (void* p : pinned) (void)cudaHostUnregister(p);
@@ -287,8 +292,6 @@ struct Region::Impl {
             if (*e) (void)cudaEventDestroy(*e), *e = nullptr;
         for (cudaEvent_t e : band_done) (void)cudaEventDestroy(e);
         band_done.clear();
-        for (cudaEvent_t e : labels_down) (void)cudaEventDestroy(e);
-        labels_down.clear();
         if (s && own_stream) (void)cudaStreamSynchronize(s), (void)cudaStreamDestroy(s);
         s = nullptr;
     }
@@ -541,10 +544,10 @@ void Region::apply(const ComponentAssignment& as) {
     const size_t n = as.records.size();
     if (as.offset.size() != n || as.label.size() != n)
         throw std::invalid_argument("cuda::Region::apply: records, offsets and labels differ in length");
+    if (as.label_bytes != 1 && as.label_bytes != 2 && as.label_bytes != 4)
+        throw std::invalid_argument("cuda::Region::apply: labels of 1, 2 or 4 bytes");
     const size_t npx = static_cast<size_t>(m.own.size());
-    // A scene's labels come down as narrow as they fit; a frame's stay 4 bytes for device stages.
-    m.label_bytes = 4;
-    if (m.cs && m.a.label) m.label_bytes = label_bytes_for(as.label.empty() ? 0 : *std::max_element(as.label.begin(), as.label.end()));
+    m.label_bytes = as.label_bytes;
     if (m.label_alloc < npx * static_cast<size_t>(m.label_bytes)) {
         device_free(m.label, m.s);
         m.label = nullptr;
@@ -602,18 +605,11 @@ void Region::finish() {
     const cudaStream_t cs = m.copies();
     const size_t nbands = m.band_rows.empty() ? 0 : m.band_rows.size() - 1;
     const size_t lb = static_cast<size_t>(m.label_bytes);
-    std::unique_ptr<LabelStaging> staging;  // narrow labels land here; the host widens them into a.label
     if (m.applied && m.a.label) {
-        if (lb < 4) {
-            staging = std::make_unique<LabelStaging>(static_cast<size_t>(o.size()) * lb);
-            while (m.labels_down.size() < nbands) {
-                cudaEvent_t e = nullptr;
-                check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (labels)");
-                m.labels_down.push_back(e);
-            }
-        } else {
+        if (m.label_pin.valid())
+            m.label_pin.get();
+        else
             m.pin(m.a.label, static_cast<size_t>(m.a.buf.size()) * sizeof(uint32_t));
-        }
     }
     if (m.applied) {
         // Band by band, each as soon as apply has written it (the copy stream waits on its event).
@@ -623,19 +619,13 @@ void Region::finish() {
             if (m.cs) check(cudaStreamWaitEvent(cs, m.band_done[b], 0), "cudaStreamWaitEvent (band)");
             const int64_t base = m.a.index(o.row0 + y0, o.col0);
             const size_t l0 = static_cast<size_t>(y0) * oc;
-            const uint8_t* dl = static_cast<const uint8_t*>(m.label) + l0 * lb;
-            if (staging) {  // first, so that the host widens band b while u is on the bus
-                check(cudaMemcpyAsync(staging->data() + l0 * lb, dl, static_cast<size_t>(rows) * oc * lb,
-                                      cudaMemcpyDeviceToHost, cs),
-                      "finish (download labels)");
-                check(cudaEventRecord(m.labels_down[b], cs), "cudaEventRecord (labels)");
-            }
             check(cudaMemcpy2DAsync(m.a.phase + base, bc * sizeof(float), m.d.phase + base, bc * sizeof(float),
                                     oc * sizeof(float), static_cast<size_t>(rows), cudaMemcpyDeviceToHost, cs),
                   "finish (download unwrapped phase)");
-            if (m.a.label && !staging)
-                check(cudaMemcpy2DAsync(m.a.label + base, bc * sizeof(uint32_t), dl, oc * sizeof(uint32_t),
-                                        oc * sizeof(uint32_t), static_cast<size_t>(rows), cudaMemcpyDeviceToHost, cs),
+            if (m.a.label)  // as narrow as apply wrote them (kernels/label_width.h)
+                check(cudaMemcpy2DAsync(static_cast<uint8_t*>(m.a.label) + static_cast<size_t>(base) * lb, bc * lb,
+                                        static_cast<const uint8_t*>(m.label) + l0 * lb, oc * lb, oc * lb,
+                                        static_cast<size_t>(rows), cudaMemcpyDeviceToHost, cs),
                       "finish (download labels)");
             if (m.a.cycles)
                 check(cudaMemcpy2DAsync(m.a.cycles + base, bc * sizeof(int32_t), m.cycles + l0, oc * sizeof(int32_t),
@@ -652,15 +642,6 @@ void Region::finish() {
             check(cudaStreamWaitEvent(cs, m.cuts_down, 0), "cudaStreamWaitEvent (finish)");
         }
         m.copy_flags_down(cs);
-    }
-    if (staging) {
-        for (size_t b = 0; b < nbands; ++b) {
-            const int64_t y0 = m.band_rows[b], rows = m.band_rows[b + 1] - y0;
-            if (rows <= 0) continue;
-            check(cudaEventSynchronize(m.labels_down[b]), "finish (labels down)");
-            widen_labels(staging->data() + static_cast<size_t>(y0) * oc * lb, m.label_bytes, rows, o.cols,
-                         m.a.label + m.a.index(o.row0 + y0, o.col0), m.a.buf.cols);
-        }
     }
     check(cudaStreamSynchronize(cs), "finish (sync copies)");
     check(cudaStreamSynchronize(m.s), "finish (sync)");

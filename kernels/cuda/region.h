@@ -4,8 +4,8 @@
 // includes it; the device state lives behind a pointer to an implementation.
 //
 // Device memory (ARCHITECTURE.md section 8, at most 24 B per pixel): phase 4 B and flags
-// 1 B over buf, union-find words 8 B over own, labels 1-4 B (as few as hold the largest;
-// narrow_labels.h) and cycles 4 B (only when a.cycles is set) over own from apply() to finish(); transiently 8 B per component while
+// 1 B over buf, union-find words 8 B over own, labels 1-4 B (ComponentAssignment::label_bytes;
+// kernels/label_width.h) and cycles 4 B (only when a.cycles is set) over own from apply() to finish(); transiently 8 B per component while
 // union_find() gathers the component records, and a fixed 16 MiB staging buffer in apply().
 #pragma once
 #include <cstdint>
@@ -38,7 +38,7 @@ public:
     // The host arrays of `a` (large ones: 4 MiB or more) are page-locked with cudaHostRegister
     // for the Region's lifetime, so that the upload and finish()'s download run at full DMA
     // speed; they must outlive the Region (they must anyway: finish() writes into them). The
-    // labels only where they come down 4 bytes wide (narrower ones go through kept staging).
+    // labels are registered on a thread of their own while the phase goes up.
     // Where registering fails (or TESSERA_CUDA_PIN=0 is set) they are copied as pageable memory.
     Region(const RegionArrays& a, const Window& own, const TileGrid& grid);
     // The same, with the host arrays filled by `fill` (kernels/region.h) after the device
@@ -85,8 +85,7 @@ public:
     std::vector<PixelState> strip(const Window& w) const;  // after union_find, w inside own, row-major
     void apply(const ComponentAssignment& assign);   // u, labels, cycles on the device
     // Between apply() and finish(): u over own (row stride u_stride = a.buf.cols; NaN at unreliable
-    // pixels) and labels (row stride own.cols, label_bytes wide: 4 for device input, else as few
-    // as hold the largest) in device memory, and the Region's stream (cudaStream_t), for a later
+    // pixels) and labels (row stride own.cols, as wide as the assignment said) in device memory, and the Region's stream (cudaStream_t), for a later
     // device stage (a frame's background fit) before the download.
     struct DeviceResult {
         float* u = nullptr;

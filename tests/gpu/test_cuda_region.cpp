@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "kernels/cpu/region.h"
-#include "kernels/cuda/narrow_labels.h"
+#include "kernels/label_width.h"
 #include "kernels/cuda/region.h"
 #include "kernels/types.h"
 #include "partition/comm.h"
@@ -631,9 +631,10 @@ TEST(CudaVsCpuRandom, OneRankDevicePathWithPhaseBLeftovers) {
     }
 }
 
-// A scene's labels come down 1, 2 or 4 bytes wide, as few as hold the largest, and the host
-// widens them (kernels/cuda/narrow_labels.h): each width must give the CPU's labels. Few
-// labels (fringes), thousands and over 65535 (noise broken up by low-coherence pixels).
+// Labels stored 1, 2 or 4 bytes wide, as few as hold the largest (UnwrapParams::narrow_labels;
+// kernels/label_width.h): each width must give the CPU's narrow labels byte for byte, and the
+// values of its 4-byte ones. Few labels (fringes), thousands and over 65535 (noise broken up
+// by low-coherence pixels).
 TEST(CudaVsCpuRandom, LabelsOfEveryWidthComeDownWhole) {
     SKIP_WITHOUT_GPU();
     struct Case {
@@ -647,13 +648,21 @@ TEST(CudaVsCpuRandom, LabelsOfEveryWidthComeDownWhole) {
         const Image im = random_image(c.H, c.W, 4242, c.kind, 0.05, c.p_low);
         UnwrapParams p;
         p.min_component_size = 1;
+        const Result wide = unwrap_random(im, p, 64);
+        p.narrow_labels = true;
         const Result cpu = unwrap_random(im, p, 64);
         p.backend = Backend::kCuda;
         const Result gpu = unwrap_random(im, p, 64);
         SCOPED_TRACE(std::to_string(cpu.stats.labelled) + " labels");
         EXPECT_GE(cpu.stats.labelled, c.min_labelled);
         EXPECT_LE(cpu.stats.labelled, c.max_labelled);
-        expect_same_result(cpu, gpu, im.W);
+        const int lb = cpu.stats.label_bytes;
+        EXPECT_EQ(lb, label_bytes_for(static_cast<uint64_t>(cpu.stats.labelled)));
+        EXPECT_EQ(gpu.stats.label_bytes, lb);
+        expect_same_result(cpu, gpu, im.W);  // the whole arrays, narrow labels and untouched rest
+        int64_t bad = 0;
+        for (size_t i = 0; i < wide.label.size(); ++i) bad += label_at(gpu.label.data(), lb, static_cast<int64_t>(i)) != wide.label[i];
+        EXPECT_EQ(bad, 0) << "narrow labels are not the 4-byte ones";
     }
 }
 
@@ -829,7 +838,8 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
     ASSERT_EQ(cudaMemPoolTrimTo(pool, 0), cudaSuccess);
     size_t free0 = 0, total = 0;
     ASSERT_EQ(cudaMemGetInfo(&free0, &total), cudaSuccess);
-    int64_t worst = 0, label_bytes = 4;
+    int64_t worst = 0;
+    int label_bytes = 4;
     auto used = [&](const char* when) {
         size_t f = 0, t = 0;
         EXPECT_EQ(cudaMemGetInfo(&f, &t), cudaSuccess);
@@ -868,8 +878,8 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
         EXPECT_EQ(comps.conflicts, 0);
         const OffsetSolution sol = solve_offsets(comps.records, comps.constraints, 100);
         t0 = clock::now();
-        region.apply(ComponentAssignment{comps.records, sol.offset, sol.label});
-        label_bytes = cuda::label_bytes_for(sol.label.empty() ? 0 : *std::max_element(sol.label.begin(), sol.label.end()));
+        label_bytes = label_bytes_for(sol.label.empty() ? 0 : *std::max_element(sol.label.begin(), sol.label.end()));
+        region.apply(ComponentAssignment{comps.records, sol.offset, sol.label, label_bytes});
         lap("apply");
         used("apply");
         region.finish();
@@ -895,7 +905,7 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
     }
     // 2 MiB granularity and the CUDA context's own pools make a little slack.
     EXPECT_LE(worst, 24 * n + (int64_t{64} << 20)) << "more than 24 B/pixel resident on the device";
-    // Labels take as few bytes as hold the largest (kernels/cuda/narrow_labels.h).
+    // Labels take as few bytes as hold the largest (kernels/label_width.h).
     EXPECT_GE(worst, (17 + label_bytes) * n) << "the measurement saw less than phase, flags, nodes, labels, cycles: not measuring";
 
     // The whole pipeline, both backends, for the record.

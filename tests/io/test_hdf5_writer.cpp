@@ -8,6 +8,7 @@
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "io/input_error.h"
+#include "kernels/label_width.h"
 
 namespace fs = std::filesystem;
 using tessera::Attribute;
@@ -249,6 +251,59 @@ TEST_F(Hdf5WriterTest, RoundTripsEveryTypeThroughStridedWindows) {
     EXPECT_TRUE(std::isnan(fill_value<float>(out, "unwrapped_phase")));
     EXPECT_EQ(fill_value<uint32_t>(out, "connected_components"), 0u);
     EXPECT_EQ(fill_value<int8_t>(out, "residues"), 0);
+}
+
+// Labels 1, 2 or 4 bytes wide (kernels/label_width.h) become the same uint32 dataset, whether
+// the writer compresses the chunks itself (whole image, deflate) or writes the window through
+// HDF5 (a part of the image, or no deflate: a 4-byte copy first).
+TEST_F(Hdf5WriterTest, NarrowLabelsBecomeTheSameUint32Dataset) {
+    const int64_t rows = 700, cols = 530, stride = 541;
+    for (int bytes : {1, 2, 4}) {
+        const uint32_t top = bytes == 1 ? 255u : bytes == 2 ? 65535u : 0xfffffff0u;
+        std::vector<uint32_t> want(static_cast<size_t>(rows * cols));
+        std::vector<unsigned char> narrow(static_cast<size_t>(rows * stride * bytes), 0xab);
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c) {
+                const uint32_t v = static_cast<uint32_t>((r * 7919 + c * 104729) % (int64_t{top} + 1));
+                want[static_cast<size_t>(r * cols + c)] = v;
+                tessera::set_label(narrow.data(), bytes, r * stride + c, v);
+            }
+        for (int deflate : {1, 0}) {
+            for (bool whole : {true, false}) {
+                SCOPED_TRACE(std::to_string(bytes) + " bytes, deflate " + std::to_string(deflate) +
+                             (whole ? ", whole image" : ", two windows"));
+                const std::string out = file("labels.h5");
+                {
+                    Hdf5Writer w(out, MPI_COMM_WORLD, rows, cols);
+                    w.set_deflate(deflate);
+                    if (whole) {
+                        w.write_labels("connected_components", Window{0, 0, rows, cols}, narrow.data(), bytes, stride, {});
+                    } else {  // the top rows here, the rest in a second dataset's window: read back below
+                        w.write_labels("connected_components", Window{0, 0, 300, cols}, narrow.data(), bytes, stride, {});
+                        w.write_labels("rest", Window{300, 0, rows - 300, cols}, narrow.data() + 300 * stride * bytes, bytes,
+                                       stride, {});
+                    }
+                    w.commit();
+                }
+                const DatasetInfo info = dataset_info(out, "connected_components");
+                EXPECT_EQ(info.size, 4u);
+                EXPECT_EQ(info.sign, H5T_SGN_NONE);
+                std::vector<uint32_t> got = read_all<uint32_t>(out, "connected_components");
+                ASSERT_EQ(got.size(), want.size());
+                if (!whole) {
+                    const std::vector<uint32_t> rest = read_all<uint32_t>(out, "rest");
+                    std::copy(rest.begin() + 300 * cols, rest.end(), got.begin() + 300 * cols);
+                }
+                int64_t bad = 0;
+                for (size_t i = 0; i < want.size(); ++i) bad += got[i] != want[i];
+                EXPECT_EQ(bad, 0);
+                fs::remove(out);
+            }
+        }
+    }
+    Hdf5Writer w(file("bad.h5"), MPI_COMM_WORLD, 4, 4);
+    std::vector<uint8_t> l(16, 1);
+    EXPECT_THROW(w.write_labels("x", Window{0, 0, 4, 4}, l.data(), 3, 4, {}), std::invalid_argument);
 }
 
 // Small images get chunks no larger than the image.

@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "kernels/label_width.h"
 #include "kernels/types.h"
 #include "src/accuracy.h"
 #include "src/synth.h"
@@ -187,6 +188,59 @@ TEST_P(Accuracy512, FractionCorrectPerComponent) {
     std::printf("[ accuracy ] %s %lldx%lld: %.6f (%lld residues)\n", f.name.c_str(), static_cast<long long>(f.size),
                 static_cast<long long>(f.size), acc.fraction(), static_cast<long long>(r.stats.residues));
     EXPECT_GE(acc.fraction(), f.min_fraction);
+}
+
+// Labels stored as narrow as they fit (UnwrapParams::narrow_labels; kernels/label_width.h):
+// the 4-byte labels' values at each width, whatever the tiles, and nothing written past
+// n * width. A smooth ramp labels one component; a checkerboard of low-coherence pixels makes
+// every other pixel its own (45000 at 300 x 300: 2 bytes; 80000 at 400 x 400: 4 bytes).
+TEST(NarrowLabels, HoldTheFourByteLabelsAtEveryWidth) {
+    struct Case {
+        int64_t H, W;
+        bool checker;
+        int width;
+    };
+    for (const Case& c : {Case{200, 173, false, 1}, Case{300, 300, true, 2}, Case{400, 400, true, 4}}) {
+        const size_t n = static_cast<size_t>(c.H * c.W);
+        std::vector<float> phase(n);
+        std::vector<uint8_t> flags(n);
+        for (int64_t r = 0; r < c.H; ++r)
+            for (int64_t q = 0; q < c.W; ++q) {
+                const size_t i = static_cast<size_t>(r * c.W + q);
+                phase[i] = std::remainder(0.9f * static_cast<float>(r) + 0.4f * static_cast<float>(q), 6.2831855f);
+                flags[i] = c.checker && (r + q) % 2 ? kLowCoherence : 0;
+            }
+        auto run = [&](bool narrow, int64_t tile, unsigned char fill) {
+            Result out;
+            out.u = phase;
+            std::vector<uint8_t> f = flags;
+            out.label.assign(n, 0x01010101u * fill);
+            out.k.assign(n, 0);
+            UnwrapParams p;
+            p.min_component_size = 1;
+            p.narrow_labels = narrow;
+            RegionArrays a{c.H, c.W, Window{0, 0, c.H, c.W}, out.u.data(), f.data(), out.label.data(), out.k.data()};
+            out.stats = unwrap_image(a, tile, p);
+            return out;
+        };
+        const Result wide = run(false, 64, 0);
+        EXPECT_EQ(wide.stats.label_bytes, 4);
+        for (int64_t tile : {int64_t{37}, int64_t{1} << 20}) {
+            SCOPED_TRACE(std::to_string(c.H) + "x" + std::to_string(c.W) + " tile " + std::to_string(tile));
+            const Result r = run(true, tile, 0xab);
+            ASSERT_EQ(r.stats.label_bytes, c.width) << r.stats.labelled << " labels";
+            EXPECT_EQ(r.stats.labelled, wide.stats.labelled);
+            EXPECT_TRUE(same_bits(r.u, wide.u));
+            EXPECT_EQ(r.k, wide.k);
+            int64_t bad = 0;
+            for (size_t i = 0; i < n; ++i) bad += label_at(r.label.data(), c.width, static_cast<int64_t>(i)) != wide.label[i];
+            EXPECT_EQ(bad, 0) << "narrow labels are not the 4-byte ones";
+            const auto* bytes = reinterpret_cast<const unsigned char*>(r.label.data());
+            int64_t past = 0;
+            for (size_t i = n * static_cast<size_t>(c.width); i < n * 4; ++i) past += bytes[i] != 0xab;
+            EXPECT_EQ(past, 0) << "written past n * width";
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Synth, Accuracy512,
