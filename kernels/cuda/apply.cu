@@ -6,6 +6,7 @@
 // (parent = self, k = 0), so mark_roots stores the record's (label, offset) in it and sets
 // kRootMark in the root's flags; apply_offsets then reads its root's word. Neither pass writes
 // a word or flag that another thread of the same pass reads.
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -25,6 +26,23 @@ __global__ void mark_kernel(DeviceArrays a, Window own, uint64_t* nodes, const D
     const int64_t y = rec.local / own.cols, x = rec.local % own.cols;
     const int64_t off = a.index(own.row0 + y, own.col0 + x);
     a.flags[off] = static_cast<uint8_t>(a.flags[off] | kRootMark);
+}
+
+// A listed tile root that is not a root: its word (root, k) becomes its root's (label, offset)
+// with k added. Reads only root words (mark_kernel's, not written here).
+__global__ void mark_tile_kernel(DeviceArrays a, Window own, uint64_t* nodes, const uint64_t* entries, int64_t n) {
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const uint32_t t = dev::parent(entries[i]);
+        const int64_t y = t / own.cols, x = t % own.cols;
+        const int64_t off = a.index(own.row0 + y, own.col0 + x);
+        const uint8_t f = a.flags[off];
+        if (f & kRootMark) continue;  // a root: mark_kernel's already
+        const uint64_t w = nodes[t];
+        const uint64_t rec = nodes[dev::parent(w)];
+        nodes[t] = dev::pack(dev::parent(rec), dev::potential(rec) + dev::potential(w));
+        a.flags[off] = static_cast<uint8_t>(f | kRootMark);
+    }
 }
 
 // One pixel's final values (w: its word; rec: its root's, holding (label, offset)).
@@ -91,6 +109,14 @@ void mark_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const
     const int64_t blocks = (n + kThreads - 1) / kThreads;
     mark_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(a, own, nodes, d_recs, n);
     check(cudaGetLastError(), "mark_roots (launch)");
+}
+
+void mark_tile_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const TileRoots& tile_roots,
+                     cudaStream_t s) {
+    if (tile_roots.n == 0) return;
+    const int blocks = static_cast<int>(std::min<int64_t>((tile_roots.n + 255) / 256, 1024));
+    mark_tile_kernel<<<blocks, 256, 0, s>>>(a, own, nodes, tile_roots.entries, tile_roots.n);
+    check(cudaGetLastError(), "mark_tile_roots (launch)");
 }
 
 void apply_offsets(const DeviceArrays& a, const Window& own, int64_t y0, int64_t y1, const uint64_t* nodes,

@@ -139,25 +139,46 @@ void block_invalid_edges(const DeviceArrays& a, const Window& own, bool flags_cl
 // (d_cuts: n cuts in device memory).
 void rasterise_cuts(const DeviceArrays& a, const Window& own, const DeviceCut* d_cuts, int64_t n, cudaStream_t s);
 
+// The union-find's tile roots (each tile's components' smallest pixels) that have reliable
+// pixels: entries uf::pack(own-local tile root, its tile's reliable pixels under it), in device
+// memory from the stream-ordered pool (`mem`, to free with cudaFreeAsync). n == 0: not listed.
+struct TileRoots {
+    void* mem = nullptr;
+    const uint64_t* entries = nullptr;
+    int64_t n = 0;
+};
+
 // Weighted union-find over all unblocked edges inside `own` (ARCHITECTURE.md section 4; one
-// region-wide pass, not per tile). nodes (own.size() words, row-major over own) end flattened:
-// every pixel -> (own-local root = its component's smallest index, k relative to it), except
-// that each root's (otherwise always 0) potential half holds its component's reliable-pixel
-// count (neither kInvalid nor kLowCoherence): from here on a root is recognised by
-// parent == self and has k = 0. `records`: the components with at least one reliable pixel, as
-// uf::pack(own-local root, count), ascending by root. Returns the number of unblocked edges
-// whose wrap count disagrees with the potentials (conflicts, must be 0).
+// region-wide pass, not per tile). A pixel's root is its component's smallest own-local index.
+// nodes (own.size() words, row-major over own) end in two levels where the tile roots were
+// listed (tile_roots.n > 0): every reliable pixel -> a listed tile root (or its root), k
+// relative to it; every listed tile root -> its root, k relative to it (the tile roots that are
+// roots themselves are listed too). Else they end flat (every pixel -> its root). Either way a
+// root's (otherwise always 0) potential half holds its component's reliable-pixel count
+// (neither kInvalid nor kLowCoherence): a root is recognised by parent == self and has k = 0.
+// `records`: the components with at least one reliable pixel, as uf::pack(own-local root,
+// count), ascending by root. Returns the number of unblocked edges whose wrap count disagrees
+// with the potentials (conflicts, must be 0).
 int64_t union_find_components(const DeviceArrays& a, const Window& own, uint64_t* nodes,
-                              std::vector<uint64_t>& records, cudaStream_t s);
+                              std::vector<uint64_t>& records, TileRoots& tile_roots, cudaStream_t s);
+
+// out (w.size() words, row-major over w, a window of own-local coordinates) = uf::pack(root,
+// k relative to it) of w's pixels after union_find_components (k = 0 at a root).
+void resolve_words(const uint64_t* nodes, const Window& own, const Window& w, uint64_t* out, cudaStream_t s);
 
 // Writes (label, offset) into the root words of d_recs' roots and marks them (kRootMark).
 void mark_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const DeviceRootRecord* d_recs, int64_t n,
                 cudaStream_t s);
 
-// Final pixel pass over `own` (after mark_roots for every record): u = phi + 2 pi k into
+// After mark_roots for every record: writes (label, offset + k(tile root)) into each listed
+// tile root's word and marks it, so that apply finds every pixel's values one hop away.
+void mark_tile_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const TileRoots& tile_roots,
+                     cudaStream_t s);
+
+// Final pixel pass over `own` (after mark_roots and mark_tile_roots): u = phi + 2 pi k into
 // phase (NaN, label 0, k 0 at unreliable pixels), label and cycles (own-sized, row-major over own; cycles may
 // be null); clears the root marks. Labels are label_bytes (1, 2 or 4) wide: the caller picks a width that
-// holds the largest label (fewer bytes to download; widened on the host, bit for bit the same).
+// holds the largest label (kernels/label_width.h).
 // Rows [y0, y1) of own only (own-relative); the bands may run in any order or separately.
 void apply_offsets(const DeviceArrays& a, const Window& own, int64_t y0, int64_t y1, const uint64_t* nodes,
                    void* label, int label_bytes, int32_t* cycles, cudaStream_t s);

@@ -103,6 +103,7 @@ struct Region::Impl {
     cudaStream_t s = nullptr;
     DeviceArrays d;                 // phase, flags over buf
     uint64_t* nodes = nullptr;      // own.size() union-find words (also the residue scratch)
+    TileRoots tile_roots;           // from union_find() to apply() (kernels.h)
     void* label = nullptr;          // own.size() of label_bytes each, from apply() to finish()
     int label_bytes = 4;            // ComponentAssignment::label_bytes (kernels/label_width.h)
     size_t label_alloc = 0;         // bytes allocated at label
@@ -278,8 +279,9 @@ struct Region::Impl {
         pinned.clear();
         if (phase_in_place) d.phase = nullptr;  // the caller's
         for (void* p : {static_cast<void*>(d.phase), static_cast<void*>(d.flags), static_cast<void*>(nodes),
-                        static_cast<void*>(label), static_cast<void*>(cycles)})
+                        static_cast<void*>(label), static_cast<void*>(cycles), tile_roots.mem})
             device_free(p, s);
+        tile_roots = {};
         d.phase = nullptr;
         d.flags = nullptr;
         nodes = nullptr;
@@ -294,6 +296,22 @@ struct Region::Impl {
         band_done.clear();
         if (s && own_stream) (void)cudaStreamSynchronize(s), (void)cudaStreamDestroy(s);
         s = nullptr;
+    }
+
+    void free_tile_roots() {
+        device_free(tile_roots.mem, s);
+        tile_roots = {};
+    }
+
+    // (root, k) of the own-local window w's pixels (kernels.h resolve_words), row-major.
+    std::vector<uint64_t> resolved(const Window& w) const {
+        std::vector<uint64_t> out(static_cast<size_t>(w.size()));
+        StreamBuffer<uint64_t> d(out.size(), s, "cudaMallocAsync (resolve)");
+        resolve_words(nodes, own, w, d.get(), s);
+        check(cudaMemcpyAsync(out.data(), d.get(), out.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost, s),
+              "resolve (download)");
+        check(cudaStreamSynchronize(s), "resolve (sync)");
+        return out;
     }
 
     // The copy stream, or s where there is none (a frame).
@@ -485,7 +503,8 @@ RegionComponents Region::union_find() {
     RegionComponents out;
     m.need_flags();
     std::vector<uint64_t> roots;
-    out.conflicts = union_find_components(m.d, m.own, m.nodes, roots, m.s);
+    m.free_tile_roots();
+    out.conflicts = union_find_components(m.d, m.own, m.nodes, roots, m.tile_roots, m.s);
     out.records.reserve(roots.size());
     for (uint64_t w : roots)  // pack(own-local root, reliable-pixel count), ascending roots
         out.records.push_back({m.global_of_local(uf::parent(w)), static_cast<int64_t>(w >> 32)});
@@ -495,13 +514,8 @@ RegionComponents Region::union_find() {
 NodeValue Region::node(int64_t r, int64_t c) const {
     const Impl& m = *impl_;
     if (!m.own.contains(r, c)) throw std::out_of_range("cuda::Region::node: pixel outside the own window");
-    const int64_t l = (r - m.own.row0) * m.own.cols + (c - m.own.col0);
-    uint64_t w = 0;
-    check(cudaMemcpyAsync(&w, m.nodes + l, sizeof(w), cudaMemcpyDeviceToHost, m.s), "node (download)");
-    check(cudaStreamSynchronize(m.s), "node (sync)");
-    const uint32_t p = uf::parent(w);
-    // A root's potential half holds its component's size after union_find(); its k is 0.
-    return {m.global_of_local(p), p == static_cast<uint32_t>(l) ? 0 : uf::potential(w)};
+    const uint64_t w = m.resolved(Window{r - m.own.row0, c - m.own.col0, 1, 1})[0];
+    return {m.global_of_local(uf::parent(w)), uf::potential(w)};
 }
 
 std::vector<PixelState> Region::strip(const Window& w) const {
@@ -510,15 +524,10 @@ std::vector<PixelState> Region::strip(const Window& w) const {
     if (!m.own.contains(w.row0, w.col0) || !m.own.contains(w.row0 + w.rows - 1, w.col0 + w.cols - 1))
         throw std::out_of_range("cuda::Region::strip: window outside the own window");
     const size_t n = static_cast<size_t>(w.size()), wc = static_cast<size_t>(w.cols), rows = static_cast<size_t>(w.rows);
-    std::vector<uint64_t> words(n);
+    const std::vector<uint64_t> words = m.resolved(Window{w.row0 - m.own.row0, w.col0 - m.own.col0, w.rows, w.cols});
     std::vector<uint8_t> flags(n);
     std::vector<float> phase(n);
-    const int64_t l0 = (w.row0 - m.own.row0) * m.own.cols + (w.col0 - m.own.col0);
     const int64_t b0 = m.a.index(w.row0, w.col0);
-    check(cudaMemcpy2DAsync(words.data(), wc * sizeof(uint64_t), m.nodes + l0,
-                            static_cast<size_t>(m.own.cols) * sizeof(uint64_t), wc * sizeof(uint64_t), rows,
-                            cudaMemcpyDeviceToHost, m.s),
-          "strip (download nodes)");
     check(cudaMemcpy2DAsync(flags.data(), wc, m.d.flags + b0, static_cast<size_t>(m.a.buf.cols), wc, rows,
                             cudaMemcpyDeviceToHost, m.s),
           "strip (download flags)");
@@ -531,10 +540,7 @@ std::vector<PixelState> Region::strip(const Window& w) const {
     for (int64_t y = 0; y < w.rows; ++y)
         for (int64_t x = 0; x < w.cols; ++x) {
             const size_t i = static_cast<size_t>(y * w.cols + x);
-            const int64_t l = l0 + y * m.own.cols + x;
-            const uint32_t p = uf::parent(words[i]);
-            out[i] = {m.global_of_local(p), p == static_cast<uint32_t>(l) ? 0 : uf::potential(words[i]), phase[i],
-                      flags[i]};
+            out[i] = {m.global_of_local(uf::parent(words[i])), uf::potential(words[i]), phase[i], flags[i]};
         }
     return out;
 }
@@ -582,6 +588,8 @@ void Region::apply(const ComponentAssignment& as) {
         }
         check(cudaFreeAsync(d_recs, m.s), "cudaFreeAsync apply records");
     }
+    mark_tile_roots(m.d, m.own, m.nodes, m.tile_roots, m.s);
+    m.free_tile_roots();
     // Row bands of at least 2048 rows, at most 8: each band's download (finish) starts when it is done.
     const int64_t bands = std::clamp<int64_t>(m.own.rows / 2048, 1, 8);
     m.band_rows.assign(1, 0);

@@ -70,6 +70,8 @@ struct Scratch {
     unsigned int* done = nullptr;  // one flag per tile
     uint64_t* list = nullptr;      // cap entries: root, then pack(root, count)
     unsigned long long cap = 0;
+    unsigned long long* ntroots = nullptr;  // tile roots appended (more than cap: flatten every pixel)
+    uint64_t* troots = nullptr;             // cap entries: pack(tile root, its reliable pixels)
 };
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
@@ -477,6 +479,36 @@ __global__ void __launch_bounds__(G::NT, G::MINB) tile_kernel(DeviceArrays a, Wi
     }
     __syncthreads();
     if (tid == 0 && s_bad) atomicAdd(sc.conflicts, static_cast<unsigned long long>(s_bad));
+
+    // 6. Reliable pixels per tile root (the phase's shared memory, read for the last time in
+    //    step 5, becomes the counters); each tile root that has some goes on the tile-root list,
+    //    so that root_kernel, not a pass over every pixel, resolves and counts the components.
+    uint32_t* s_cnt = reinterpret_cast<uint32_t*>(s_ph);
+#pragma unroll
+    for (int j = 0; j < PER; ++j) s_cnt[(ty_first + j * ROWSTEP) * TW + tx] = 0;
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+        const int ty = ty_first + j * ROWSTEP, t = ty * TW + tx;
+        const bool rel = tx < tw && ty < th && !(fl[j] & kUnreliable);
+        const uint32_t r = rel ? dev::parent(s_node[t]) : 0xffffffffu;
+        const uint32_t r0 = __shfl_sync(kFull, r, 0);
+        if (__all_sync(kFull, r == r0)) {  // the usual case: one root for the warp's 32 pixels
+            if (lane == 0 && r0 != 0xffffffffu) atomicAdd(&s_cnt[r0], 32u);
+        } else if (rel) {
+            atomicAdd(&s_cnt[r], 1u);
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+        const int ty = ty_first + j * ROWSTEP, t = ty * TW + tx;
+        if (!(tx < tw && ty < th) || dev::parent(s_node[t]) != static_cast<uint32_t>(t)) continue;
+        const uint32_t c = s_cnt[t];
+        if (c == 0) continue;  // unreliable pixels only: isolated, nobody's parent
+        const unsigned long long i = atomicAdd(sc.ntroots, 1ull);
+        if (i < sc.cap) sc.troots[i] = dev::pack(static_cast<uint32_t>((ty0 + t / TW) * cols + tx0 + t % TW), static_cast<int32_t>(c));
+    }
 }
 
 constexpr uint32_t kNeed = 0x80000000u;
@@ -492,6 +524,24 @@ __device__ __forceinline__ void add_count(uint64_t* nodes, const Scratch& sc, ui
     }
 }
 
+// The listed tile roots (all of them, when the list held them): each word -> (its root, k
+// relative to it), and its reliable pixels added to the root's count. Every parent a pixel's
+// word names is a listed tile root (only tile roots were ever roots, and a find stores only
+// ancestors), so every pixel is then at most two hops from its root.
+__global__ void root_kernel(uint64_t* nodes, Scratch sc) {
+    const unsigned long long n = *sc.ntroots;
+    if (n > sc.cap) return;  // flatten_count_kernel does it all
+    for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+        const uint64_t e = sc.troots[i];
+        const uint32_t T = dev::parent(e);
+        int32_t k = 0;
+        const uint32_t R = walk(nodes, T, k);
+        if (R != T) dev::store(nodes + T, dev::pack(R, k));  // an ancestor and its k, like a find's
+        add_count(nodes, sc, R, static_cast<uint32_t>(dev::potential(e)));
+    }
+}
+
 template <class G>
 __global__ void __launch_bounds__(G::NT, G::MINB) flatten_count_kernel(DeviceArrays a, Window own, uint64_t* nodes, Scratch sc,
                                                               unsigned tiles_x) {
@@ -499,6 +549,7 @@ __global__ void __launch_bounds__(G::NT, G::MINB) flatten_count_kernel(DeviceArr
     __shared__ uint64_t s_res[kTP];   // per tile-local parent: (root, k(parent) - k(root))
     // Per tile-local parent: bit 31 = some pixel points at it, bits 0..30 = reliable pixels that do.
     __shared__ uint32_t s_cnt[kTP];
+    if (*sc.ntroots <= sc.cap) return;  // the tile roots were listed: root_kernel does it
     const unsigned tid = threadIdx.x, lane = tid & 31u;
     const unsigned tile = blockIdx.x;
     const int64_t ty0 = static_cast<int64_t>(tile / tiles_x) * kTH, tx0 = static_cast<int64_t>(tile % tiles_x) * kTW;
@@ -669,8 +720,10 @@ struct Pending {
 
 constexpr int64_t kHostSortMax = 4096;  // records sorted on the host up to this many
 
-// The tiles' union-find, the flatten and the counts; the roots' records into p.
-int64_t union_find_pass(const DeviceArrays& a, const Window& own, uint64_t* nodes, Pending& p, cudaStream_t s) {
+// The tiles' union-find, the tile roots' resolution (or the flatten) and the counts; the roots'
+// records into p, the tile roots into tr.
+int64_t union_find_pass(const DeviceArrays& a, const Window& own, uint64_t* nodes, Pending& p, TileRoots& tr,
+                        cudaStream_t s) {
     using G = Geo<64, 256>;
     const int64_t tiles_x = (own.cols + G::TW - 1) / G::TW, tiles_y = (own.rows + G::TH - 1) / G::TH;
     const int64_t ntiles = tiles_x * tiles_y;
@@ -678,13 +731,16 @@ int64_t union_find_pass(const DeviceArrays& a, const Window& own, uint64_t* node
         throw std::runtime_error("CUDA backend: own window too large for union_find");
     // Root list capacity: more components than this fall back to a selection over all pixels.
     const int64_t cap = std::min<int64_t>(own.size(), own.size() / 128 + 4096);
-    // Header: conflicts, roots, ticket (32 bytes); the tile flags; the root list.
+    // Header: conflicts, roots, ticket, tile roots (32 bytes); the tile flags; the root list.
+    // The tile-root list apart: it lives on until apply (mark_tile_roots).
     const size_t flags_end = 32 + static_cast<size_t>(ntiles) * sizeof(unsigned);
     const size_t list_off = (flags_end + 255) / 256 * 256;
     char* buf = nullptr;
     check(cudaMallocAsync(reinterpret_cast<void**>(&buf), list_off + static_cast<size_t>(cap) * sizeof(uint64_t), s),
           "union_find (cudaMallocAsync)");
     StreamBuffer<char> guard(buf, s);
+    StreamBuffer<uint64_t> troots_guard(static_cast<size_t>(cap), s, "union_find (cudaMallocAsync tile roots)");
+    uint64_t* troots = troots_guard.get();
     Scratch sc;
     sc.conflicts = reinterpret_cast<unsigned long long*>(buf);
     sc.nroots = reinterpret_cast<unsigned long long*>(buf + 8);
@@ -692,6 +748,8 @@ int64_t union_find_pass(const DeviceArrays& a, const Window& own, uint64_t* node
     sc.done = reinterpret_cast<unsigned int*>(buf + 32);
     sc.list = reinterpret_cast<uint64_t*>(buf + list_off);
     sc.cap = static_cast<unsigned long long>(cap);
+    sc.ntroots = reinterpret_cast<unsigned long long*>(buf + 24);
+    sc.troots = troots;
     check(cudaMemsetAsync(buf, 0, flags_end, s), "union_find (cudaMemsetAsync)");
 
     const unsigned nt = static_cast<unsigned>(ntiles), tx = static_cast<unsigned>(tiles_x);
@@ -700,15 +758,24 @@ int64_t union_find_pass(const DeviceArrays& a, const Window& own, uint64_t* node
           "union_find tiles (shared memory)");
     tile_kernel<G><<<nt, G::NT, G::kSmemA, s>>>(a, own, nodes, sc, tx);
     check(cudaGetLastError(), "union_find tiles (launch)");
+    // One of the two runs, as the tile-root list held them all or not (both read its count).
+    const int list_blocks = static_cast<int>(std::min<int64_t>((cap + 255) / 256, 1024));
+    root_kernel<<<list_blocks, 256, 0, s>>>(nodes, sc);
+    check(cudaGetLastError(), "union_find tile roots (launch)");
     flatten_count_kernel<G><<<nt, G::NT, 0, s>>>(a, own, nodes, sc, tx);
     check(cudaGetLastError(), "union_find flatten (launch)");
-    const int harvest_blocks = static_cast<int>(std::min<int64_t>((cap + 255) / 256, 1024));
-    harvest_kernel<<<harvest_blocks, 256, 0, s>>>(nodes, sc);
+    harvest_kernel<<<list_blocks, 256, 0, s>>>(nodes, sc);
     check(cudaGetLastError(), "union_find harvest (launch)");
-    unsigned long long h[2] = {0, 0};
+    unsigned long long h[4] = {0, 0, 0, 0};
     check(cudaMemcpyAsync(h, buf, sizeof(h), cudaMemcpyDeviceToHost, s), "union_find (download counters)");
     check(cudaStreamSynchronize(s), "union_find (sync)");
     const int64_t n = static_cast<int64_t>(h[1]);
+    tr = {};
+    if (h[3] > 0 && h[3] <= static_cast<unsigned long long>(cap)) {
+        tr.n = static_cast<int64_t>(h[3]);
+        tr.entries = troots;
+        tr.mem = troots_guard.release();
+    }
 
     p.n = n;
     if (n > cap) {
@@ -763,14 +830,42 @@ void harvest_records(uint64_t* nodes, Pending& p, std::vector<uint64_t>& out, cu
                   [](uint64_t x, uint64_t y) { return static_cast<uint32_t>(x) < static_cast<uint32_t>(y); });
 }
 
+// out[y * w.cols + x] = (root, k relative to it) of own pixel (w.row0 + y, w.col0 + x) (own-local
+// window w): at most two hops (union_find_components); a root's potential half is its count.
+__global__ void resolve_kernel(const uint64_t* nodes, int64_t own_cols, Window w, uint64_t* out) {
+    const int64_t n = w.rows * w.cols;
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const int64_t y = i / w.cols, x = i % w.cols;
+        const uint32_t l = static_cast<uint32_t>((w.row0 + y) * own_cols + w.col0 + x);
+        const uint64_t v = nodes[l];
+        const uint32_t p = dev::parent(v);
+        uint64_t r = dev::pack(l, 0);
+        if (p != l) {
+            const uint64_t vp = nodes[p];
+            r = dev::parent(vp) == p ? dev::pack(p, dev::potential(v))
+                                     : dev::pack(dev::parent(vp), dev::potential(v) + dev::potential(vp));
+        }
+        out[i] = r;
+    }
+}
+
 }  // namespace
 
+void resolve_words(const uint64_t* nodes, const Window& own, const Window& w, uint64_t* out, cudaStream_t s) {
+    if (w.size() <= 0) return;
+    const int blocks = static_cast<int>(std::min<int64_t>((w.size() + 255) / 256, 1024));
+    resolve_kernel<<<blocks, 256, 0, s>>>(nodes, own.cols, w, out);
+    check(cudaGetLastError(), "resolve_words (launch)");
+}
+
 int64_t union_find_components(const DeviceArrays& a, const Window& own, uint64_t* nodes, std::vector<uint64_t>& out,
-                              cudaStream_t s) {
+                              TileRoots& tile_roots, cudaStream_t s) {
     out.clear();
+    tile_roots = {};
     if (own.size() == 0) return 0;
     Pending p;
-    const int64_t conflicts = union_find_pass(a, own, nodes, p, s);
+    const int64_t conflicts = union_find_pass(a, own, nodes, p, tile_roots, s);
     harvest_records(nodes, p, out, s);
     return conflicts;
 }
