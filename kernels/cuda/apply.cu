@@ -100,7 +100,32 @@ __global__ void apply_kernel(DeviceArrays a, Window own, int64_t y0, int64_t y1,
     }
 }
 
+// One block per row: out[y - y0] = (1 << 32) | label when the row holds one label, else 0.
+template <class L>
+__global__ void uniform_rows_kernel(const L* label, int64_t cols, int64_t y0, uint64_t* out) {
+    const int64_t y = y0 + blockIdx.x;
+    const L* row = label + y * cols;
+    const L first = row[0];
+    bool same = true;
+    for (int64_t x = threadIdx.x; x < cols && same; x += blockDim.x) same = row[x] == first;
+    same = __syncthreads_and(same) != 0;
+    if (threadIdx.x == 0) out[blockIdx.x] = same ? ((uint64_t{1} << 32) | static_cast<uint64_t>(first)) : 0;
+}
+
 }  // namespace
+
+void uniform_label_rows(const void* label, int label_bytes, const Window& own, int64_t y0, int64_t y1, uint64_t* out,
+                        cudaStream_t s) {
+    if (y1 <= y0 || own.cols <= 0) return;
+    const unsigned rows = static_cast<unsigned>(y1 - y0);
+    switch (label_bytes) {
+        case 1: uniform_rows_kernel<<<rows, 256, 0, s>>>(static_cast<const uint8_t*>(label), own.cols, y0, out); break;
+        case 2: uniform_rows_kernel<<<rows, 256, 0, s>>>(static_cast<const uint16_t*>(label), own.cols, y0, out); break;
+        case 4: uniform_rows_kernel<<<rows, 256, 0, s>>>(static_cast<const uint32_t*>(label), own.cols, y0, out); break;
+        default: throw std::invalid_argument("uniform_label_rows: labels of 1, 2 or 4 bytes");
+    }
+    check(cudaGetLastError(), "uniform_label_rows (launch)");
+}
 
 void mark_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const DeviceRootRecord* d_recs, int64_t n,
                 cudaStream_t s) {

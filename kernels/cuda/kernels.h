@@ -183,4 +183,10 @@ void mark_tile_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, 
 void apply_offsets(const DeviceArrays& a, const Window& own, int64_t y0, int64_t y1, const uint64_t* nodes,
                    void* label, int label_bytes, int32_t* cycles, cudaStream_t s);
 
+// out[y - y0] for own rows [y0, y1) of `label` (own-sized, row-major, label_bytes wide):
+// (1 << 32) | the row's label where all of its labels are the same, else 0. A row of one label
+// crosses the bus as that word (most rows of a coherent scene: one component, no holes).
+void uniform_label_rows(const void* label, int label_bytes, const Window& own, int64_t y0, int64_t y1, uint64_t* out,
+                        cudaStream_t s);
+
 }  // namespace tessera::cuda

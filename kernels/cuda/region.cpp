@@ -104,6 +104,7 @@ struct Region::Impl {
     DeviceArrays d;                 // phase, flags over buf
     uint64_t* nodes = nullptr;      // own.size() union-find words (also the residue scratch)
     TileRoots tile_roots;           // from union_find() to apply() (kernels.h)
+    uint64_t* uniform_rows = nullptr;  // a scene's own.rows words from apply() to finish() (uniform_label_rows)
     void* label = nullptr;          // own.size() of label_bytes each, from apply() to finish()
     int label_bytes = 4;            // ComponentAssignment::label_bytes (kernels/label_width.h)
     size_t label_alloc = 0;         // bytes allocated at label
@@ -188,6 +189,11 @@ struct Region::Impl {
                 check(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking), "cudaStreamCreate (copies)");
                 check(cudaEventCreateWithFlags(&flags_up, cudaEventDisableTiming), "cudaEventCreate");
                 check(cudaEventCreateWithFlags(&cuts_down, cudaEventDisableTiming), "cudaEventCreate");
+                // The flags exist from their allocation's place in s's order on (stream-ordered
+                // pool): the copy stream touches them after it. Behind the phase's upload, which
+                // shares the bus with theirs anyway.
+                check(cudaEventRecord(cuts_down, s), "cudaEventRecord (flags allocated)");
+                check(cudaStreamWaitEvent(cs, cuts_down, 0), "cudaStreamWaitEvent (flags allocated)");
                 // No flag set (no nodata, mask or coherence threshold: the common case) needs no
                 // upload: the host looks while the phase travels, and the device clears instead.
                 if (any_set(a.flags, nb)) {
@@ -279,8 +285,10 @@ struct Region::Impl {
         pinned.clear();
         if (phase_in_place) d.phase = nullptr;  // the caller's
         for (void* p : {static_cast<void*>(d.phase), static_cast<void*>(d.flags), static_cast<void*>(nodes),
-                        static_cast<void*>(label), static_cast<void*>(cycles), tile_roots.mem})
+                        static_cast<void*>(label), static_cast<void*>(cycles), tile_roots.mem,
+                        static_cast<void*>(uniform_rows)})
             device_free(p, s);
+        uniform_rows = nullptr;
         tile_roots = {};
         d.phase = nullptr;
         d.flags = nullptr;
@@ -296,6 +304,24 @@ struct Region::Impl {
         band_done.clear();
         if (s && own_stream) (void)cudaStreamSynchronize(s), (void)cudaStreamDestroy(s);
         s = nullptr;
+    }
+
+    // The host label rows that hold one label (uniform_label_rows' words), written here.
+    void fill_uniform_rows(const std::vector<uint64_t>& uniform) const {
+        const int lb = label_bytes;
+#pragma omp parallel for schedule(dynamic, 16)
+        for (int64_t y = 0; y < own.rows; ++y) {
+            const uint64_t u = uniform[static_cast<size_t>(y)];
+            if (!u) continue;
+            const int64_t at = a.index(own.row0 + y, own.col0);
+            const uint32_t v = static_cast<uint32_t>(u);
+            if (lb == 1)
+                std::fill_n(static_cast<uint8_t*>(a.label) + at, own.cols, static_cast<uint8_t>(v));
+            else if (lb == 2)
+                std::fill_n(static_cast<uint16_t*>(a.label) + at, own.cols, static_cast<uint16_t>(v));
+            else
+                std::fill_n(static_cast<uint32_t*>(a.label) + at, own.cols, v);
+        }
     }
 
     void free_tile_roots() {
@@ -562,6 +588,8 @@ void Region::apply(const ComponentAssignment& as) {
         m.label_alloc = npx * static_cast<size_t>(m.label_bytes);
     }
     if (m.a.cycles && !m.cycles) m.cycles = device_alloc<int32_t>(npx, m.s, "allocate cycles");
+    if (m.cs && m.a.label && !m.uniform_rows)
+        m.uniform_rows = device_alloc<uint64_t>(static_cast<size_t>(m.own.rows), m.s, "allocate uniform rows");
     m.need_flags();
     // Root marks go into the flags: not before the cut bits have left for the host.
     if (m.cuts_downloading) check(cudaStreamWaitEvent(m.s, m.cuts_down, 0), "cudaStreamWaitEvent (cuts down)");
@@ -601,6 +629,9 @@ void Region::apply(const ComponentAssignment& as) {
     }
     for (int64_t b = 0; b < bands; ++b) {
         apply_offsets(m.d, m.own, m.band_rows[b], m.band_rows[b + 1], m.nodes, m.label, m.label_bytes, m.cycles, m.s);
+        if (m.uniform_rows)
+            uniform_label_rows(m.label, m.label_bytes, m.own, m.band_rows[b], m.band_rows[b + 1],
+                               m.uniform_rows + m.band_rows[b], m.s);
         check(cudaEventRecord(m.band_done[static_cast<size_t>(b)], m.s), "cudaEventRecord (band)");
     }
     m.applied = true;
@@ -619,6 +650,8 @@ void Region::finish() {
         else
             m.pin(m.a.label, static_cast<size_t>(m.a.buf.size()) * sizeof(uint32_t));
     }
+    // Per own row: (1 << 32) | its label where the row holds one label (filled here, not copied).
+    std::vector<uint64_t> uniform;
     if (m.applied) {
         // Band by band, each as soon as apply has written it (the copy stream waits on its event).
         for (size_t b = 0; b < nbands; ++b) {
@@ -630,11 +663,30 @@ void Region::finish() {
             check(cudaMemcpy2DAsync(m.a.phase + base, bc * sizeof(float), m.d.phase + base, bc * sizeof(float),
                                     oc * sizeof(float), static_cast<size_t>(rows), cudaMemcpyDeviceToHost, cs),
                   "finish (download unwrapped phase)");
-            if (m.a.label)  // as narrow as apply wrote them (kernels/label_width.h)
-                check(cudaMemcpy2DAsync(static_cast<uint8_t*>(m.a.label) + static_cast<size_t>(base) * lb, bc * lb,
-                                        static_cast<const uint8_t*>(m.label) + l0 * lb, oc * lb, oc * lb,
-                                        static_cast<size_t>(rows), cudaMemcpyDeviceToHost, cs),
+            if (m.a.label && m.uniform_rows && uniform.empty()) {
+                // Every band's row words, once band 0's u is on its way (the kernels are long
+                // done before it arrives: apply runs ahead of the copies).
+                uniform.resize(static_cast<size_t>(o.rows));
+                check(cudaMemcpyAsync(uniform.data(), m.uniform_rows, uniform.size() * sizeof(uint64_t),
+                                      cudaMemcpyDeviceToHost, m.s),
+                      "finish (download uniform rows)");
+                check(cudaStreamSynchronize(m.s), "finish (uniform rows)");
+            }
+            // The other rows as narrow as apply wrote them (kernels/label_width.h), in runs.
+            for (int64_t r = y0; m.a.label && r < y0 + rows;) {
+                if (!uniform.empty() && uniform[static_cast<size_t>(r)]) {
+                    ++r;
+                    continue;
+                }
+                int64_t e = r + 1;
+                while (e < y0 + rows && (uniform.empty() || !uniform[static_cast<size_t>(e)])) ++e;
+                const int64_t at = m.a.index(o.row0 + r, o.col0);
+                check(cudaMemcpy2DAsync(static_cast<uint8_t*>(m.a.label) + static_cast<size_t>(at) * lb, bc * lb,
+                                        static_cast<const uint8_t*>(m.label) + static_cast<size_t>(r) * oc * lb, oc * lb,
+                                        oc * lb, static_cast<size_t>(e - r), cudaMemcpyDeviceToHost, cs),
                       "finish (download labels)");
+                r = e;
+            }
             if (m.a.cycles)
                 check(cudaMemcpy2DAsync(m.a.cycles + base, bc * sizeof(int32_t), m.cycles + l0, oc * sizeof(int32_t),
                                         oc * sizeof(int32_t), static_cast<size_t>(rows), cudaMemcpyDeviceToHost, cs),
@@ -651,10 +703,12 @@ void Region::finish() {
         }
         m.copy_flags_down(cs);
     }
+    if (!uniform.empty()) m.fill_uniform_rows(uniform);  // beside the copies
     check(cudaStreamSynchronize(cs), "finish (sync copies)");
     check(cudaStreamSynchronize(m.s), "finish (sync)");
     m.cuts_downloading = false;
-    for (void** p : {reinterpret_cast<void**>(&m.label), reinterpret_cast<void**>(&m.cycles)})
+    for (void** p : {reinterpret_cast<void**>(&m.label), reinterpret_cast<void**>(&m.cycles),
+                     reinterpret_cast<void**>(&m.uniform_rows)})
         if (*p) {
             device_free(*p, m.s);
             *p = nullptr;

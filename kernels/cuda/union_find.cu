@@ -18,16 +18,21 @@
 //     4. verify every in-tile edge against the tile potentials (exact: the tile's relative
 //        potentials are the final ones) and write nodes[l] = pack(tile root, k - k(tile root));
 //        then publish the tile (release flag);
-//     5. the edges across the tile's left and top borders (the neighbours were published
+//     5. count the reliable pixels under each tile root in shared memory and append the tile
+//        roots that have any to the tile-root list (pack(tile root, count));
+//     6. the edges across the tile's left and top borders (the neighbours were published
 //        earlier: their tickets are smaller) are united in global memory, one CAS unite per
 //        run of border edges that join the same pair of (neighbour parent, tile root); every
 //        other edge of the run gets its relation from the run's first edge, so each border
 //        edge is still checked against the final potentials.
-//  B. flatten_count_kernel: every pixel -> (root, k) through its tile root; reliable-pixel
-//     counts are summed per tile parent in shared memory and added to the root words' high
-//     halves (one atomic per tile component); the first count of a root appends it to a
-//     small list. harvest_kernel then moves (root, count) into the list (and resets the root
-//     words; harvest_records writes the counts back once the list is taken).
+//  B. root_kernel: every listed tile root -> (root, k) (a word store, as a find's), its count
+//     added to the root word's high half; the first count of a root appends it to a small
+//     list. The pixels keep pointing at their tile roots: two levels, resolved by apply
+//     (mark_tile_roots) and resolve_words, not by a pass over every pixel. Where the tile-root
+//     list overflows (more than cap tile components), flatten_count_kernel does the same for
+//     every pixel instead: each -> (root, k), counts summed per tile parent in shared memory.
+//     harvest_kernel then moves (root, count) into the list (and resets the root words;
+//     harvest_records writes the counts back once the list is taken).
 //
 // union_find_components then sorts the list (on the host when short, else a CUB radix sort)
 // and downloads it; more components than the list holds fall back to a selection over all
@@ -255,11 +260,10 @@ __global__ void __launch_bounds__(G::NT, G::MINB) tile_kernel(DeviceArrays a, Wi
     float* s_ph = reinterpret_cast<float*>(smem + 8 * TP);
     uint16_t* s_q = reinterpret_cast<uint16_t*>(smem + 12 * TP);
     uint8_t* s_fl = smem + 14 * TP;
-    __shared__ unsigned s_tile, s_bad, s_warp[G::NW];
+    __shared__ unsigned s_tile, s_warp[G::NW];
     const unsigned tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
     if (tid == 0) {
         s_tile = atomicAdd(sc.ticket, 1u);  // raster order of start: the neighbours waited for run
-        s_bad = 0;
     }
     __syncthreads();
     const unsigned tile = s_tile;
@@ -432,57 +436,20 @@ __global__ void __launch_bounds__(G::NT, G::MINB) tile_kernel(DeviceArrays a, Wi
         }
     }
     bad = __reduce_add_sync(kFull, bad);
-    if (lane == 0 && bad) atomicAdd(&s_bad, bad);
+    if (lane == 0 && bad) atomicAdd(sc.conflicts, static_cast<unsigned long long>(bad));  // conflicts are rare
+    // Step 6's phases (the tile's left column, top row), before step 5 reuses their memory.
+    float ph_edge = 0.0f;
+    if (warp == 0 && static_cast<int>(lane) < th)
+        ph_edge = s_ph[lane * TW];
+    else if (warp >= 1 && warp <= static_cast<unsigned>(TW / 32) && static_cast<int>((warp - 1) * 32 + lane) < tw)
+        ph_edge = s_ph[(warp - 1) * 32 + lane];
     __threadfence();
     __syncthreads();
     if (tid == 0) st_release(sc.done + tile, 1u);
 
-    // 5. The edges across the left border (warp 0, lane = row) and the top border (warps 1..,
-    //    lane = column), once the neighbour tile is published.
-    if (warp == 0 && tx0 > 0) {
-        const int ty = static_cast<int>(lane);
-        bool open = false;
-        int32_t d = 0;
-        uint32_t pg = 0;
-        if (ty < th) {
-            const int64_t i = a.index(own.row0 + ty0 + ty, own.col0 + tx0);
-            open = !(a.flags[i - 1] & kBlockRight);
-            d = -dev::wrap_count(a.phase[i - 1], s_ph[ty * TW]);
-            pg = static_cast<uint32_t>((ty0 + ty) * cols + tx0 - 1);
-        }
-        if (lane == 0)
-            while (ld_acquire(sc.done + tile - 1) == 0) {
-            }
-        __syncwarp();
-        const uint64_t wn = open ? dev::load(nodes + pg) : 0, wq = open ? s_node[ty * TW] : 0;
-        bad = border_edges(nodes, open, d, pg, pg + 1, wn, wq, lane);
-        if (lane == 0 && bad) atomicAdd(&s_bad, bad);
-    } else if (warp >= 1 && warp <= static_cast<unsigned>(TW / 32) && ty0 > 0) {
-        const int x = static_cast<int>((warp - 1) * 32 + lane);
-        bool open = false;
-        int32_t d = 0;
-        uint32_t pg = 0, qg = 0;
-        if (x < tw) {
-            const int64_t up = a.index(own.row0 + ty0 - 1, own.col0 + tx0 + x);
-            open = !(a.flags[up] & kBlockDown);
-            d = -dev::wrap_count(a.phase[up], s_ph[x]);
-            pg = static_cast<uint32_t>((ty0 - 1) * cols + tx0 + x);
-            qg = static_cast<uint32_t>(ty0 * cols + tx0 + x);
-        }
-        if (lane == 0)
-            while (ld_acquire(sc.done + tile - tiles_x) == 0) {
-            }
-        __syncwarp();
-        const uint64_t wn = open ? dev::load(nodes + pg) : 0, wq = open ? s_node[x] : 0;
-        bad = border_edges(nodes, open, d, pg, qg, wn, wq, lane);
-        if (lane == 0 && bad) atomicAdd(&s_bad, bad);
-    }
-    __syncthreads();
-    if (tid == 0 && s_bad) atomicAdd(sc.conflicts, static_cast<unsigned long long>(s_bad));
-
-    // 6. Reliable pixels per tile root (the phase's shared memory, read for the last time in
-    //    step 5, becomes the counters); each tile root that has some goes on the tile-root list,
-    //    so that root_kernel, not a pass over every pixel, resolves and counts the components.
+    // 5. Reliable pixels per tile root (the phase's shared memory, read for the last time above,
+    //    becomes the counters); each tile root that has some goes on the tile-root list, so that
+    //    root_kernel, not a pass over every pixel, resolves and counts the components.
     uint32_t* s_cnt = reinterpret_cast<uint32_t*>(s_ph);
 #pragma unroll
     for (int j = 0; j < PER; ++j) s_cnt[(ty_first + j * ROWSTEP) * TW + tx] = 0;
@@ -508,6 +475,48 @@ __global__ void __launch_bounds__(G::NT, G::MINB) tile_kernel(DeviceArrays a, Wi
         if (c == 0) continue;  // unreliable pixels only: isolated, nobody's parent
         const unsigned long long i = atomicAdd(sc.ntroots, 1ull);
         if (i < sc.cap) sc.troots[i] = dev::pack(static_cast<uint32_t>((ty0 + t / TW) * cols + tx0 + t % TW), static_cast<int32_t>(c));
+    }
+
+    // 6. The edges across the left border (warp 0, lane = row) and the top border (warps 1..,
+    //    lane = column), once the neighbour tile is published. Last: the other warps may be
+    //    done (no barrier after this).
+    if (warp == 0 && tx0 > 0) {
+        const int ty = static_cast<int>(lane);
+        bool open = false;
+        int32_t d = 0;
+        uint32_t pg = 0;
+        if (ty < th) {
+            const int64_t i = a.index(own.row0 + ty0 + ty, own.col0 + tx0);
+            open = !(a.flags[i - 1] & kBlockRight);
+            d = -dev::wrap_count(a.phase[i - 1], ph_edge);
+            pg = static_cast<uint32_t>((ty0 + ty) * cols + tx0 - 1);
+        }
+        if (lane == 0)
+            while (ld_acquire(sc.done + tile - 1) == 0) {
+            }
+        __syncwarp();
+        const uint64_t wn = open ? dev::load(nodes + pg) : 0, wq = open ? s_node[ty * TW] : 0;
+        bad = border_edges(nodes, open, d, pg, pg + 1, wn, wq, lane);
+        if (lane == 0 && bad) atomicAdd(sc.conflicts, static_cast<unsigned long long>(bad));
+    } else if (warp >= 1 && warp <= static_cast<unsigned>(TW / 32) && ty0 > 0) {
+        const int x = static_cast<int>((warp - 1) * 32 + lane);
+        bool open = false;
+        int32_t d = 0;
+        uint32_t pg = 0, qg = 0;
+        if (x < tw) {
+            const int64_t up = a.index(own.row0 + ty0 - 1, own.col0 + tx0 + x);
+            open = !(a.flags[up] & kBlockDown);
+            d = -dev::wrap_count(a.phase[up], ph_edge);
+            pg = static_cast<uint32_t>((ty0 - 1) * cols + tx0 + x);
+            qg = static_cast<uint32_t>(ty0 * cols + tx0 + x);
+        }
+        if (lane == 0)
+            while (ld_acquire(sc.done + tile - tiles_x) == 0) {
+            }
+        __syncwarp();
+        const uint64_t wn = open ? dev::load(nodes + pg) : 0, wq = open ? s_node[x] : 0;
+        bad = border_edges(nodes, open, d, pg, qg, wn, wq, lane);
+        if (lane == 0 && bad) atomicAdd(sc.conflicts, static_cast<unsigned long long>(bad));
     }
 }
 

@@ -666,6 +666,39 @@ TEST(CudaVsCpuRandom, LabelsOfEveryWidthComeDownWhole) {
     }
 }
 
+// Label rows that hold one label cross the bus as one word and are filled on the host
+// (uniform_label_rows); the others are copied in runs. Stripes of two rows, each its own
+// component, between low-coherence rows (label 0), and a low-coherence column through the
+// lower stripes (rows of two labels): 1-byte labels (80 stripes) and 2-byte (300). The host
+// arrays start as 0xab bytes, so a row neither filled nor copied shows.
+TEST(CudaVsCpuRandom, RowsOfOneLabelAreFilledOthersCopied) {
+    SKIP_WITHOUT_GPU();
+    for (int64_t stripes : {int64_t{80}, int64_t{300}}) {
+        Image im = random_image(3 * stripes, 67, 77, Kind::kFringes, 0.0, 0.0);
+        for (int64_t r = 0; r < im.H; ++r)
+            for (int64_t c = 0; c < im.W; ++c)
+                if (r % 3 == 2 || (r > im.H / 2 && c == 40)) im.flags[static_cast<size_t>(r * im.W + c)] = kLowCoherence;
+        Result res[2];
+        for (int b = 0; b < 2; ++b) {
+            Result& r = res[b];
+            r.u = im.phase;
+            r.flags = im.flags;
+            r.label.assign(im.phase.size(), 0xababababu);
+            r.k.assign(im.phase.size(), 0);
+            RegionArrays a{im.H, im.W, Window{0, 0, im.H, im.W}, r.u.data(), r.flags.data(), r.label.data(), r.k.data()};
+            UnwrapParams p;
+            p.min_component_size = 1;
+            p.narrow_labels = true;
+            p.backend = b ? Backend::kCuda : Backend::kCpu;
+            r.stats = unwrap_image(a, 64, p);
+        }
+        SCOPED_TRACE(std::to_string(res[0].stats.labelled) + " labels");
+        EXPECT_EQ(res[0].stats.label_bytes, stripes > 255 ? 2 : 1);
+        EXPECT_GE(res[0].stats.labelled, stripes);
+        expect_same_result(res[0], res[1], im.W);
+    }
+}
+
 // A filled region (RegionFill: the CUDA backend uploads rows as the filler reports them): rows
 // filled and reported from several threads in shuffled bands, some filled but never reported
 // (they go up when the filler returns), must give the plain path's result on both backends.
@@ -897,7 +930,7 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
         const RegionComponents comps = region.union_find();
         used("union_find");
         const OffsetSolution sol = solve_offsets(comps.records, comps.constraints, 100);
-        region.apply(ComponentAssignment{comps.records, sol.offset, sol.label});
+        region.apply(ComponentAssignment{comps.records, sol.offset, sol.label, label_bytes});  // as the pipeline
         used("apply");
         region.finish();
         std::printf("[ info     ] one rank: %lld residues, %lld rounds\n", static_cast<long long>(ms.residues),
