@@ -16,7 +16,6 @@
 #include "kernels/cuda/device_matching.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/phase_a_rounds.h"
-#include "kernels/label_width.h"
 #include "partition/matching.h"
 #include "kernels/union_find.h"
 
@@ -192,8 +191,14 @@ struct Region::Impl {
                 // The flags exist from their allocation's place in s's order on (stream-ordered
                 // pool): the copy stream touches them after it. Behind the phase's upload, which
                 // shares the bus with theirs anyway.
-                check(cudaEventRecord(cuts_down, s), "cudaEventRecord (flags allocated)");
-                check(cudaStreamWaitEvent(cs, cuts_down, 0), "cudaStreamWaitEvent (flags allocated)");
+                {
+                    cudaEvent_t allocated = nullptr;
+                    check(cudaEventCreateWithFlags(&allocated, cudaEventDisableTiming), "cudaEventCreate");
+                    const cudaError_t e1 = cudaEventRecord(allocated, s);
+                    const cudaError_t e2 = e1 == cudaSuccess ? cudaStreamWaitEvent(cs, allocated, 0) : e1;
+                    (void)cudaEventDestroy(allocated);  // the wait holds what it needs
+                    check(e2, "cudaStreamWaitEvent (flags allocated)");
+                }
                 // No flag set (no nodata, mask or coherence threshold: the common case) needs no
                 // upload: the host looks while the phase travels, and the device clears instead.
                 if (any_set(a.flags, nb)) {
