@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/input_error.h"
+#include "kernels/label_width.h"
 #include "src/quicklook.h"
 #include "support/cli.h"
 
@@ -125,6 +126,33 @@ TEST(Quicklook, WindowsMergeToTheSamePicture) {
     testing::TempDir dir("quicklook2");
     write_quicklook_cells(dir / "m.png", g, per_rank);
     EXPECT_TRUE(std::filesystem::exists(dir / "m.png"));
+}
+
+// Labels stored 1 or 2 bytes wide (kernels/label_width.h) draw what their 4-byte values draw,
+// through a window of a larger array.
+TEST(Quicklook, NarrowLabelsDrawTheSamePicture) {
+    Scene s = scene(211, 187);
+    for (size_t k = 0; k < s.lab.size(); ++k)
+        if (s.lab[k]) s.lab[k] = static_cast<uint32_t>(1 + (k * 7) % 300);  // up to 300: two bytes
+    const QuicklookGrid g = quicklook_grid(s.H, s.W, 64);
+    const Window w{20, 10, 150, 160};
+    const int64_t o = w.row0 * s.W + w.col0;
+    const auto want = render_quicklook(g, quicklook_cells(s.u.data() + o, s.lab.data() + o, w, s.W, g), true);
+    for (int bytes : {1, 2}) {
+        std::vector<unsigned char> narrow(s.lab.size() * static_cast<size_t>(bytes));
+        for (size_t k = 0; k < s.lab.size(); ++k)
+            set_label(narrow.data(), bytes, static_cast<int64_t>(k), bytes == 1 ? s.lab[k] % 256 : s.lab[k]);
+        std::vector<uint32_t> expect = s.lab;
+        if (bytes == 1)
+            for (uint32_t& l : expect) l %= 256;
+        const auto ref = render_quicklook(g, quicklook_cells(s.u.data() + o, expect.data() + o, w, s.W, g), true);
+        const auto got = render_quicklook(
+            g, quicklook_cells(s.u.data() + o, narrow.data() + o * bytes, w, s.W, g, bytes), true);
+        EXPECT_EQ(got, ref) << bytes << " bytes";
+        if (bytes == 2) {
+            EXPECT_EQ(got, want);
+        }
+    }
 }
 
 TEST(Quicklook, SixteenBitPngAndErrors) {
