@@ -5,8 +5,11 @@
 //
 // Device memory (ARCHITECTURE.md section 8, at most 24 B per pixel): phase 4 B and flags
 // 1 B over buf, union-find words 8 B over own, labels 1-4 B (ComponentAssignment::label_bytes;
-// kernels/label_width.h) and cycles 4 B (only when a.cycles is set) over own from apply() to finish(); transiently 8 B per component while
-// union_find() gathers the component records, and a fixed 16 MiB staging buffer in apply().
+// kernels/label_width.h) and cycles 4 B (only when a.cycles is set) over own from apply() to
+// finish(); transiently 8 B per component while union_find() gathers the component records,
+// the tile-root list (8 B per listed tile component, at most own/128 + 4096 of them) from
+// union_find() to apply(), 8 B per row from apply() to finish(), and a fixed 16 MiB staging
+// buffer in apply().
 #pragma once
 #include <cstdint>
 #include <functional>
