@@ -1,10 +1,13 @@
 // Weighted union-find over the own window on the device (ARCHITECTURE.md sections 4 and 8).
 //
-// The flattened result is canonical (each pixel -> its component's smallest own-local index,
-// k relative to it), so the driver's offset solve gives the same k and labels as the CPU's
-// per-tile union-find plus cross-tile constraints, whatever the device's tiling.
+// The result is canonical (each pixel's root is its component's smallest own-local index, k
+// relative to it, whether reached in one hop or through its tile root), so the driver's offset
+// solve gives the same k and labels as the CPU's per-tile union-find plus cross-tile
+// constraints, whatever the device's tiling.
 //
-// Two full-image kernels over tiles of 64 x 32 pixels (one block of 256 threads per tile; Geo):
+// A full-image kernel over tiles of 64 x 32 pixels (one block of 256 threads per tile; Geo),
+// then a kernel over the tile roots it lists (or, where they overflow the list, a second
+// full-image pass):
 //
 //  A. tile_kernel (tiles taken in raster order from an atomic ticket):
 //     1. load phase and flags; the runs joined by unblocked right edges inside each 32-pixel
