@@ -479,8 +479,7 @@ void Hdf5Writer::write_u32(const std::string& name, const Window& own, const uin
 }
 void Hdf5Writer::write_labels(const std::string& name, const Window& own, const void* data, int bytes,
                                int64_t stride, const std::vector<Attribute>& attrs) {
-    if (bytes != 1 && bytes != 2 && bytes != 4)
-        throw std::invalid_argument("Hdf5Writer: labels of " + std::to_string(bytes) + " bytes for dataset '" + name + "'");
+    with_label_type(bytes, [](auto) {});  // throws std::invalid_argument for another width
     if (bytes == 4 || writes_own_chunks(own) || stride < own.cols) {  // (the last: write_dataset reports it)
         write_dataset(name, own, static_cast<const uint32_t*>(data), stride, attrs, static_cast<size_t>(bytes));
         return;
@@ -488,12 +487,13 @@ void Hdf5Writer::write_labels(const std::string& name, const Window& own, const 
     // Parallel HDF5 1.10 writes filtered datasets only collectively, and not with a type
     // conversion: the window goes through a 4-byte copy.
     std::vector<uint32_t> wide(static_cast<size_t>(std::max<int64_t>(own.size(), 0)));
-    if (data) {
+    if (data)
+        with_label_type(bytes, [&](auto l) {
+            const auto* src = static_cast<const decltype(l)*>(data);
 #pragma omp parallel for schedule(static)
-        for (int64_t r = 0; r < own.rows; ++r)
-            for (int64_t c = 0; c < own.cols; ++c)
-                wide[static_cast<size_t>(r * own.cols + c)] = label_at(data, bytes, r * stride + c);
-    }
+            for (int64_t r = 0; r < own.rows; ++r)
+                std::copy_n(src + r * stride, own.cols, wide.data() + r * own.cols);
+        });
     write_dataset(name, own, own.size() > 0 && data ? wide.data() : nullptr, own.cols, attrs);
 }
 void Hdf5Writer::write_i32(const std::string& name, const Window& own, const int32_t* data,

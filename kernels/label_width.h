@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 namespace tessera {
 
@@ -13,6 +15,18 @@ inline int label_bytes_for(uint64_t max_label) {
     if (max_label <= UINT8_MAX) return 1;
     if (max_label <= UINT16_MAX) return 2;
     return 4;
+}
+
+// f(L{}) with L the unsigned integer type `bytes` wide: one typed code path per width.
+// Throws std::invalid_argument for a width other than 1, 2 or 4.
+template <class F>
+decltype(auto) with_label_type(int bytes, F&& f) {
+    switch (bytes) {
+        case 1: return f(uint8_t{});
+        case 2: return f(uint16_t{});
+        case 4: return f(uint32_t{});
+    }
+    throw std::invalid_argument("labels of " + std::to_string(bytes) + " bytes (1, 2 or 4)");
 }
 
 // Label i of an array `bytes` wide.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/kernels.h"
+#include "kernels/label_width.h"
 #include "kernels/union_find.h"
 
 namespace tessera::cpu {
@@ -121,8 +122,7 @@ RegionComponents Region::union_find() {
 }
 
 void Region::apply(const ComponentAssignment& as) {
-    if (as.label_bytes != 1 && as.label_bytes != 2 && as.label_bytes != 4)
-        throw std::invalid_argument("cpu::Region::apply: labels of 1, 2 or 4 bytes");
+    with_label_type(as.label_bytes, [](auto) {});  // another width throws here, not in the threads
     const int64_t T = static_cast<int64_t>(tiles_.size());
     auto rec_index = [&](int64_t root) {
         return static_cast<size_t>(std::lower_bound(as.records.begin(), as.records.end(), root,

@@ -1,9 +1,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 
 #include "kernels/cpu/kernels.h"
+#include "kernels/label_width.h"
 #include "kernels/union_find.h"
 
 namespace tessera::cpu {
@@ -102,12 +102,7 @@ void apply_tile(const RegionArrays& a, const Window& tile, const uint64_t* nodes
 
 void apply_offsets(const RegionArrays& a, const Window& tile, const uint64_t* nodes, const RootRecord* root_rec,
                    int label_bytes) {
-    switch (label_bytes) {
-        case 1: apply_tile<uint8_t>(a, tile, nodes, root_rec); break;
-        case 2: apply_tile<uint16_t>(a, tile, nodes, root_rec); break;
-        case 4: apply_tile<uint32_t>(a, tile, nodes, root_rec); break;
-        default: throw std::invalid_argument("apply_offsets: labels of 1, 2 or 4 bytes");
-    }
+    with_label_type(label_bytes, [&](auto l) { apply_tile<decltype(l)>(a, tile, nodes, root_rec); });
 }
 
 }  // namespace tessera::cpu

@@ -12,6 +12,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/label_width.h"
 
 namespace tessera::cuda {
 
@@ -118,12 +119,9 @@ void uniform_label_rows(const void* label, int label_bytes, const Window& own, i
                         cudaStream_t s) {
     if (y1 <= y0 || own.cols <= 0) return;
     const unsigned rows = static_cast<unsigned>(y1 - y0);
-    switch (label_bytes) {
-        case 1: uniform_rows_kernel<<<rows, 256, 0, s>>>(static_cast<const uint8_t*>(label), own.cols, y0, out); break;
-        case 2: uniform_rows_kernel<<<rows, 256, 0, s>>>(static_cast<const uint16_t*>(label), own.cols, y0, out); break;
-        case 4: uniform_rows_kernel<<<rows, 256, 0, s>>>(static_cast<const uint32_t*>(label), own.cols, y0, out); break;
-        default: throw std::invalid_argument("uniform_label_rows: labels of 1, 2 or 4 bytes");
-    }
+    with_label_type(label_bytes, [&](auto l) {
+        uniform_rows_kernel<<<rows, 256, 0, s>>>(static_cast<const decltype(l)*>(label), own.cols, y0, out);
+    });
     check(cudaGetLastError(), "uniform_label_rows (launch)");
 }
 
@@ -149,19 +147,9 @@ void apply_offsets(const DeviceArrays& a, const Window& own, int64_t y0, int64_t
     if (own.cols <= 0 || y1 <= y0) return;
     const Window band{own.row0 + y0, own.col0, y1 - y0, (own.cols + kApplyPer - 1) / kApplyPer};
     const dim3 grid = pixel_grid(band), block(kBlockX, kBlockY);
-    switch (label_bytes) {
-        case 1:
-            apply_kernel<<<grid, block, 0, s>>>(a, own, y0, y1, nodes, static_cast<uint8_t*>(label), cycles);
-            break;
-        case 2:
-            apply_kernel<<<grid, block, 0, s>>>(a, own, y0, y1, nodes, static_cast<uint16_t*>(label), cycles);
-            break;
-        case 4:
-            apply_kernel<<<grid, block, 0, s>>>(a, own, y0, y1, nodes, static_cast<uint32_t*>(label), cycles);
-            break;
-        default:
-            throw std::invalid_argument("apply_offsets: labels of 1, 2 or 4 bytes");
-    }
+    with_label_type(label_bytes, [&](auto l) {
+        apply_kernel<<<grid, block, 0, s>>>(a, own, y0, y1, nodes, static_cast<decltype(l)*>(label), cycles);
+    });
     check(cudaGetLastError(), "apply_offsets (launch)");
 }
 

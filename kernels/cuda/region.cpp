@@ -16,6 +16,7 @@
 #include "kernels/cuda/device_matching.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/phase_a_rounds.h"
+#include "kernels/label_width.h"
 #include "partition/matching.h"
 #include "kernels/union_find.h"
 
@@ -313,20 +314,14 @@ struct Region::Impl {
 
     // The host label rows that hold one label (uniform_label_rows' words), written here.
     void fill_uniform_rows(const std::vector<uint64_t>& uniform) const {
-        const int lb = label_bytes;
+        with_label_type(label_bytes, [&](auto l) {
+            using L = decltype(l);
 #pragma omp parallel for schedule(dynamic, 16)
-        for (int64_t y = 0; y < own.rows; ++y) {
-            const uint64_t u = uniform[static_cast<size_t>(y)];
-            if (!u) continue;
-            const int64_t at = a.index(own.row0 + y, own.col0);
-            const uint32_t v = static_cast<uint32_t>(u);
-            if (lb == 1)
-                std::fill_n(static_cast<uint8_t*>(a.label) + at, own.cols, static_cast<uint8_t>(v));
-            else if (lb == 2)
-                std::fill_n(static_cast<uint16_t*>(a.label) + at, own.cols, static_cast<uint16_t>(v));
-            else
-                std::fill_n(static_cast<uint32_t*>(a.label) + at, own.cols, v);
-        }
+            for (int64_t y = 0; y < own.rows; ++y) {
+                const uint64_t u = uniform[static_cast<size_t>(y)];
+                if (u) std::fill_n(static_cast<L*>(a.label) + a.index(own.row0 + y, own.col0), own.cols, static_cast<L>(u));
+            }
+        });
     }
 
     void free_tile_roots() {
@@ -581,8 +576,7 @@ void Region::apply(const ComponentAssignment& as) {
     const size_t n = as.records.size();
     if (as.offset.size() != n || as.label.size() != n)
         throw std::invalid_argument("cuda::Region::apply: records, offsets and labels differ in length");
-    if (as.label_bytes != 1 && as.label_bytes != 2 && as.label_bytes != 4)
-        throw std::invalid_argument("cuda::Region::apply: labels of 1, 2 or 4 bytes");
+    with_label_type(as.label_bytes, [](auto) {});  // another width throws before anything is allocated
     const size_t npx = static_cast<size_t>(m.own.size());
     m.label_bytes = as.label_bytes;
     if (m.label_alloc < npx * static_cast<size_t>(m.label_bytes)) {
