@@ -62,4 +62,17 @@ struct Cut {
     friend bool operator==(const Cut&, const Cut&) = default;
 };
 
+inline Cut make_pair_cut(const Residue& a, const Residue& b) {
+    const Residue& lo = a.id < b.id ? a : b;
+    const Residue& hi = a.id < b.id ? b : a;
+    return {lo.id, hi.id, lo.r, lo.c, hi.r, hi.c, kNotGround};
+}
+
+inline Cut make_ground_cut(const Residue& a, int64_t H, int64_t W) {
+    return {a.id, kGroundId, a.r, a.c, a.r, a.c, ground_choice(a.r, a.c, H, W).side};
+}
+
+// Cuts in (id_a, id_b) order: how a rank's list is kept.
+inline bool cut_order(const Cut& a, const Cut& b) { return a.id_a != b.id_a ? a.id_a < b.id_a : a.id_b < b.id_b; }
+
 }  // namespace tessera

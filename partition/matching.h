@@ -1,45 +1,41 @@
-// Branch cuts as the exact global greedy matching (ARCHITECTURE.md section 3),
-// computed across ranks: phase A (locally-dominant rounds within D, each rank over
-// its residues and the halo residues within D of its region, exchanging candidates
-// and matched flags every round), then phase B (the leftovers, gathered, unbounded
-// greedy with a grid and a priority queue, identical on every rank).
+// Branch cuts as charge-balanced cut clusters across ranks (docs/ARCHITECTURE.md section 3).
+// The rule (kernels/cut_clusters.h) acts on each set of residues that candidate edges connect,
+// independently of every other; a rank decides alone the sets that lie inside its region, and
+// every rank decides the (gathered) sets that reach a rank border. The result is the serial
+// rule's over the whole image, whatever the ranks.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
+#include "kernels/cut_clusters.h"
 #include "kernels/residue.h"
 #include "partition/comm.h"
 #include "partition/rank_grid.h"
 
 namespace tessera {
 
-// Phase A's residue cells, in pixels: ~25 residues a cell in pure noise, few rings to D elsewhere.
-inline constexpr int64_t kPhaseACell = 8;
-
 struct MatchStats {
-    int64_t residues = 0, rounds = 0;
-    int64_t phase_a_pairs = 0, phase_a_ground = 0;
-    int64_t leftovers = 0, phase_b_pairs = 0, phase_b_ground = 0;
+    int64_t residues = 0;
+    int64_t pairs = 0, ground_cuts = 0, lake_joins = 0;
+    int64_t shared = 0;  // residues decided on every rank (their set reaches a rank border)
 };
 
-class PhaseARounds;  // kernels/phase_a.h
+// Where a rank's plaquette corners meet lakes: the lake of buffer pixel (r, c) (kNoLake,
+// kGroundedLake or its id), and whether that lake may reach past the own window.
+struct LakeView {
+    std::function<int64_t(int64_t r, int64_t c)> at;
+    std::function<bool(int64_t r, int64_t c)> reaches_out;
+};
 
 // `owned`: this rank's residues (plaquettes whose top-left pixel it owns), sorted by id.
 // Returns every cut that may cross this rank's edges, sorted by (id_a, id_b); stats are global.
-// `rounds` does phase A's per-residue work (the backend's: Region::phase_a()); it is bound to
-// this call's local residue set. The result does not depend on which one is used.
-std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t max_pair_distance,
-                                Comm& comm, MatchStats& stats, PhaseARounds& rounds);
-// The same with the host's rounds (HostPhaseARounds).
-std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t max_pair_distance,
-                                Comm& comm, MatchStats& stats);
-
-// Phase B alone: greedy over `which` (indices into res, all free) with unbounded weights.
-void greedy_leftovers(std::span<const Residue> res, std::span<const int32_t> which, int64_t H, int64_t W,
-                      std::vector<Cut>& out, MatchStats& stats);
-
-Cut make_pair_cut(const Residue& a, const Residue& b);
-Cut make_ground_cut(const Residue& a, int64_t H, int64_t W);
+// `radius`: the largest L1 distance between two residues joined by one cut.
+std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& lakes, const RankGrid& grid,
+                                int64_t radius, Comm& comm, MatchStats& stats);
+// No unreliable pixels anywhere.
+std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t radius, Comm& comm,
+                                MatchStats& stats);
 
 }  // namespace tessera

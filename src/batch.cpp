@@ -387,7 +387,8 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
                                                               base.backend, base.device);
             if (on_lanes) {  // what run_unwrap checks per frame, checked once here
                 if (base.tile_size < 2) throw InputError::everywhere("--tile-size must be at least 2");
-                if (base.max_pair_distance < 1) throw InputError::everywhere("--max-pair-distance must be at least 1");
+                if (base.max_pair_distance < 1 || base.max_pair_distance > 1024)
+                    throw InputError::everywhere("--cut-radius must be in [1, 1024]");
                 if (base.backend == Backend::kCuda) {
                     try {
                         select_cuda_device(local_rank, local_size, base.device, /*share=*/true);

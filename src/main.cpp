@@ -45,10 +45,9 @@ void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& 
     std::printf("  size %lld x %lld (rows x cols), %lld valid pixels, %lld tiles of %lld\n",
                 static_cast<long long>(r.rows), static_cast<long long>(r.cols), static_cast<long long>(r.valid),
                 static_cast<long long>(r.tiles), static_cast<long long>(o.tile_size));
-    std::printf("  residues %lld: %lld pair cuts, %lld ground cuts (%lld matching rounds, %lld left for phase B)\n",
+    std::printf("  residues %lld: %lld pair cuts, %lld ground cuts, %lld discharged into lakes\n",
                 static_cast<long long>(r.residues), static_cast<long long>(r.pairs),
-                static_cast<long long>(r.ground_cuts), static_cast<long long>(r.rounds),
-                static_cast<long long>(r.leftovers));
+                static_cast<long long>(r.ground_cuts), static_cast<long long>(r.lake_joins));
     std::printf("  components %lld, labelled %lld (min size %lld), largest %lld pixels, conflicts %lld\n",
                 static_cast<long long>(r.components), static_cast<long long>(r.labelled),
                 static_cast<long long>(o.min_component_size), static_cast<long long>(r.largest),
@@ -86,7 +85,8 @@ int main(int argc, char** argv) {
     unwrap->add_option("--band", uo.band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
     unwrap->add_option("--tile-size", uo.tile_size, "tile side in pixels (the result does not depend on it)")
         ->capture_default_str();
-    unwrap->add_option("--max-pair-distance", uo.max_pair_distance, "D: matching phase A radius (result independent)")
+    unwrap->add_option("--cut-radius,--max-pair-distance", uo.max_pair_distance,
+                       "R: longest cut between two residues (L1 pixels); farther ones join through others or ground")
         ->capture_default_str();
     unwrap->add_option("--reference", reference, "ROW COL: pixel whose component gets k = 0 there")->expected(2);
     unwrap->add_option("--min-component-size", uo.min_component_size, "components smaller than this get label 0")

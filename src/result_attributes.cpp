@@ -9,8 +9,8 @@ namespace tessera {
 void add_region_stats(UnwrapReport& rep, const RegionStats& st) {
     rep.tiles = st.tiles;
     rep.residues = st.residues;
-    rep.rounds = st.rounds;
-    rep.leftovers = st.leftovers;
+    rep.lake_joins = st.lake_joins;
+    rep.shared = st.shared;
     rep.pairs = st.pairs;
     rep.ground_cuts = st.ground_cuts;
     rep.components = st.components;
@@ -23,7 +23,7 @@ std::vector<Attribute> result_attributes(const UnwrapOptions& opt, const std::st
                                          const RasterInfo& info) {
     return {
         {"software", std::string("tessera ") + TESSERA_VERSION},
-        {"algorithm", std::string("residues + exact greedy branch cuts + weighted union-find (ARCHITECTURE.md)")},
+        {"algorithm", std::string("residues + charge-balanced cut clusters with lakes as ground + weighted union-find (docs/ARCHITECTURE.md)")},
         {"input", input},
         {"coherence", opt.coherence},
         {"mask", opt.mask},
@@ -33,7 +33,7 @@ std::vector<Attribute> result_attributes(const UnwrapOptions& opt, const std::st
         {"tile_size", opt.tile_size},
         {"backend", std::string(opt.backend == Backend::kCuda ? "cuda" : "cpu")},
         {"compress_phase", int64_t{opt.compress_phase}},
-        {"max_pair_distance", opt.max_pair_distance},
+        {"cut_radius", opt.max_pair_distance},
         {"min_component_size", opt.min_component_size},
         {"min_coherence", opt.min_coherence},
         {"reference_row", opt.reference ? opt.reference->first : int64_t{-1}},
@@ -44,8 +44,8 @@ std::vector<Attribute> result_attributes(const UnwrapOptions& opt, const std::st
         {"tiles", rep.tiles},
         {"valid_pixels", rep.valid},
         {"residues", rep.residues},
-        {"matching_rounds", rep.rounds},
-        {"phase_b_leftovers", rep.leftovers},
+        {"lake_joins", rep.lake_joins},
+        {"shared_residues", rep.shared},
         {"pair_cuts", rep.pairs},
         {"ground_cuts", rep.ground_cuts},
         {"components", rep.components},

@@ -138,7 +138,8 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
             throw InputError(opt.input, "reference pixel (" + std::to_string(opt.reference->first) + ", " +
                                             std::to_string(opt.reference->second) + ") is outside the image");
         if (opt.tile_size < 2) throw InputError(opt.input, "--tile-size must be at least 2");
-        if (opt.max_pair_distance < 1) throw InputError(opt.input, "--max-pair-distance must be at least 1");
+        if (opt.max_pair_distance < 1 || opt.max_pair_distance > 1024)
+            throw InputError(opt.input, "--cut-radius must be in [1, 1024]");
         if (!opt.geotiff.empty()) check_output_directory(opt.geotiff);
         if (!opt.quicklook.empty()) check_output_directory(opt.quicklook);
         grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);

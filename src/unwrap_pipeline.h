@@ -19,7 +19,7 @@ struct UnwrapOptions {
     std::string quicklook;                 // PNG; empty = none
     int band = 1;
     int64_t tile_size = 512;
-    int64_t max_pair_distance = 64;
+    int64_t max_pair_distance = 16;  // --cut-radius
     std::optional<std::pair<int64_t, int64_t>> reference;
     int64_t min_component_size = 100;
     double min_coherence = 0.0;
@@ -39,7 +39,7 @@ struct StageTime {
 
 struct UnwrapReport {
     int64_t rows = 0, cols = 0, valid = 0;
-    int64_t residues = 0, rounds = 0, leftovers = 0;
+    int64_t residues = 0, lake_joins = 0, shared = 0;
     int64_t pairs = 0, ground_cuts = 0;
     int64_t components = 0, labelled = 0, largest = 0;
     int64_t conflicts = 0;  // must be 0 (section 3)

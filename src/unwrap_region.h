@@ -27,7 +27,7 @@ bool cuda_backend_available();
 int select_cuda_device(int local_rank, int local_size, int requested, bool share);
 
 struct UnwrapParams {
-    int64_t max_pair_distance = 64;
+    int64_t max_pair_distance = 16;  // the cut radius (section 3)
     int64_t min_component_size = 100;
     std::optional<std::pair<int64_t, int64_t>> reference;
     Backend backend = Backend::kCpu;
@@ -37,7 +37,9 @@ struct UnwrapParams {
 };
 
 struct RegionStats {  // global counts (the same on every rank)
-    int64_t tiles = 0, residues = 0, rounds = 0, leftovers = 0, pairs = 0, ground_cuts = 0;
+    int64_t tiles = 0, residues = 0, pairs = 0, ground_cuts = 0;
+    int64_t lake_joins = 0;  // residues discharged into a lake (no cut)
+    int64_t shared = 0;      // residues whose cut cluster was decided on every rank
     int64_t components = 0, labelled = 0, largest = 0;
     int64_t conflicts = 0;    // must be 0 (section 3)
     int64_t bytes_sent = 0;   // by this rank, to other ranks

@@ -8,32 +8,31 @@
 #include <vector>
 
 #include "kernels/label_width.h"
-#include "kernels/phase_a.h"
 #include "kernels/region.h"
 #include "partition/comm.h"
 #include "partition/global_solve.h"
+#include "partition/lake_exchange.h"
 #include "partition/matching.h"
 #include "partition/rank_grid.h"
 #include "src/unwrap_region.h"
 
 namespace tessera {
 
-// Residues, matching and rasterisation (sections 2-3). A backend whose Region has a one-rank
-// path (match_alone: the CUDA backend keeps residues and phase A's cuts on the device) takes
-// it when the region is the whole job; the result is the same.
+// Residues, cut clusters and rasterisation (sections 2-3). The lakes come from the host flags,
+// which every backend's region was filled from; the cluster rule runs on the host, once for
+// both backends (kernels/cut_clusters.h).
 template <class Region>
-MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, int64_t D,
+MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, int64_t radius,
                               std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
-    if constexpr (requires { region.match_alone(D, residues_out, stage); }) {
-        if (comm.size() == 1) return region.match_alone(D, residues_out, stage);
-    }
     std::vector<Residue> res = region.find_residues();
     stage("residues");
     MatchStats ms;
     std::vector<Cut> cuts;
     {
-        const std::unique_ptr<PhaseARounds> rounds = region.phase_a();  // the backend's phase A
-        cuts = match_residues(res, grid, D, comm, ms, *rounds);
+        const GlobalLakes lakes(region.host_arrays(), grid, comm);
+        const LakeView view{[&](int64_t r, int64_t c) { return lakes.at(r, c); },
+                            [&](int64_t r, int64_t c) { return lakes.reaches_out(r, c); }};
+        cuts = match_residues(res, view, grid, radius, comm, ms);
     }
     stage("matching");
     region.place_cuts(cuts);
@@ -50,10 +49,10 @@ RegionStats run_unwrap_stages(Region& region, const RankGrid& grid, Comm& comm, 
     st.tiles = grid.tiles.count();
     const MatchStats ms = find_match_and_cut(region, grid, comm, p.max_pair_distance, residues_out, stage);
     st.residues = ms.residues;
-    st.rounds = ms.rounds;
-    st.leftovers = ms.leftovers;
-    st.pairs = ms.phase_a_pairs + ms.phase_b_pairs;
-    st.ground_cuts = ms.phase_a_ground + ms.phase_b_ground;
+    st.pairs = ms.pairs;
+    st.ground_cuts = ms.ground_cuts;
+    st.lake_joins = ms.lake_joins;
+    st.shared = ms.shared;
 
     const RegionComponents comps = region.union_find();
     stage("union_find");

@@ -8,7 +8,6 @@
 
 #include "kernels/region.h"
 #include "kernels/residue.h"
-#include "kernels/phase_a.h"
 #include "kernels/types.h"
 #include "partition/tile_grid.h"
 
@@ -20,8 +19,7 @@ public:
     Region(const RegionArrays& a, const Window& own, const TileGrid& grid);
 
     std::vector<Residue> find_residues();            // the own window's plaquettes, sorted by id
-    // Matching phase A's per-residue work (partition/matching.h): HostPhaseARounds.
-    std::unique_ptr<PhaseARounds> phase_a() const { return std::make_unique<HostPhaseARounds>(); }
+    const RegionArrays& host_arrays() const { return a_; }  // phase and flags as filled (lakes read them)
     void place_cuts(std::span<const Cut> cuts);      // blocks invalid edges, rasterises the cuts
     RegionComponents union_find();                   // per-tile union-find + cross-tile constraints
     NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`

@@ -134,10 +134,10 @@ TEST(Mpi, GhigliaPrittLongsWithMask) {
     }
 }
 
-// A +/- vortex pair 210 rows apart, closer to each other than to any side: with D = 64
-// phase A leaves both, and phase B pairs them across rank 2 on a 4x1 grid (tile rows
-// 0 | 1 | 2 | 3-4 of 200: ranks own rows 0-199, 200-399, 400-599, 600-999).
-TEST(Mpi, PhaseBPartnerTwoRanksAway) {
+// A +/- vortex pair 210 rows apart, closer to each other than to any side: with a cut radius
+// of 256 one cut joins them across rank 2 on a 4x1 grid (tile rows 0 | 1 | 2 | 3-4 of 200:
+// ranks own rows 0-199, 200-399, 400-599, 600-999), decided as a shared cluster.
+TEST(Mpi, ClusterPartnerTwoRanksAway) {
     const std::string dir = shared_dir("vortex");
     const int64_t n = 1000;
     if (rank() == 0) {
@@ -151,10 +151,11 @@ TEST(Mpi, PhaseBPartnerTwoRanksAway) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
     UnwrapOptions o = options(dir + "/vortex.tif", dir + "/out.h5", 200);
+    o.max_pair_distance = 256;
     UnwrapReport rep;
     expect_same_as_one_rank(o, size() == 4 ? "4x1" : "", &rep);
     EXPECT_EQ(rep.residues, 2);
-    EXPECT_EQ(rep.leftovers, 2) << "the pair must be left to phase B";
+    EXPECT_EQ(rep.shared, size() > 1 ? 2 : 0) << "the pair is decided on every rank";
     EXPECT_EQ(rep.pairs, 1);
     EXPECT_EQ(rep.ground_cuts, 0);
     if (size() == 4) {

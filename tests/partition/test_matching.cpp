@@ -1,15 +1,16 @@
-// Phase A + B must reproduce the plain serial greedy matching exactly (section 3).
+// The cut clusters (kernels/cut_clusters.h, partition/matching.h) against a plain serial oracle
+// of docs/ARCHITECTURE.md section 3: every candidate edge listed, and the smallest edge that
+// leaves an open cluster accepted, one at a time, until no cluster is open.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <random>
-#include <set>
 #include <vector>
 
+#include "kernels/cut_clusters.h"
 #include "kernels/residue.h"
-#include "kernels/residue_grid.h"
-#include "kernels/phase_a.h"
 #include "partition/matching.h"
 #include "support/random_residues.h"
 
@@ -18,128 +19,180 @@ namespace {
 
 using testing::random_residues;
 
-// The oracle: every candidate edge, sorted by (weight, lower id, higher id), scanned once.
-std::vector<Cut> serial_greedy(const std::vector<Residue>& res, int64_t H, int64_t W) {
+struct Oracle {
+    std::vector<Cut> cuts;
+    int64_t lake_joins = 0;
+    std::vector<int64_t> cluster_charge;  // of every final cluster that does not hold the ground
+};
+
+Oracle serial_oracle(const std::vector<ClusterResidue>& res, int64_t H, int64_t W, int64_t R) {
+    const int n = static_cast<int>(res.size());
+    std::map<int64_t, int> lake_node;  // lake id -> node; the ground is node n + lakes
+    for (const auto& x : res)
+        for (int64_t l : x.lake)
+            if (l >= 0) lake_node.emplace(l, 0);
+    int next = n;
+    for (auto& [id, node] : lake_node) node = next++;
+    const int ground = next;
     struct E {
         EdgeKey key;
-        int32_t a, b;  // b = -1: ground
+        int a, b;
     };
     std::vector<E> edges;
-    for (int32_t i = 0; i < static_cast<int32_t>(res.size()); ++i) {
-        edges.push_back({EdgeKey{ground_choice(res[i].r, res[i].c, H, W).weight, res[i].id, kGroundId}, i, -1});
-        for (int32_t j = i + 1; j < static_cast<int32_t>(res.size()); ++j)
-            if (res[i].sign != res[j].sign) {
-                const int64_t w = std::abs(int64_t{res[i].r} - res[j].r) + std::abs(int64_t{res[i].c} - res[j].c);
-                edges.push_back({pair_key(w, res[i].id, res[j].id), i, j});
-            }
-    }
-    std::sort(edges.begin(), edges.end(), [](const E& x, const E& y) { return x.key < y.key; });
-    std::vector<uint8_t> used(res.size(), 0);
-    std::vector<Cut> cuts;
-    for (const E& e : edges) {
-        if (used[e.a] || (e.b >= 0 && used[e.b])) continue;
-        used[e.a] = 1;
-        if (e.b >= 0) {
-            used[e.b] = 1;
-            cuts.push_back(make_pair_cut(res[e.a], res[e.b]));
-        } else {
-            cuts.push_back(make_ground_cut(res[e.a], H, W));
+    for (int i = 0; i < n; ++i) {
+        const Residue& a = res[i].res;
+        edges.push_back({EdgeKey{ground_choice(a.r, a.c, H, W).weight, a.id, kGroundId}, i, ground});
+        for (int64_t l : res[i].lake) {
+            if (l == kGroundedLake) edges.push_back({EdgeKey{0, a.id, kGroundedLakeKey}, i, ground});
+            if (l >= 0) edges.push_back({EdgeKey{0, a.id, kLakeKeyBase + l}, i, lake_node[l]});
+        }
+        for (int j = i + 1; j < n; ++j) {
+            const Residue& b = res[j].res;
+            const int64_t w = std::abs(int64_t{a.r} - b.r) + std::abs(int64_t{a.c} - b.c);
+            if (w <= R) edges.push_back({pair_key(w, a.id, b.id), i, j});
         }
     }
-    std::sort(cuts.begin(), cuts.end(),
-              [](const Cut& a, const Cut& b) { return a.id_a != b.id_a ? a.id_a < b.id_a : a.id_b < b.id_b; });
-    return cuts;
+    std::vector<int> cl(static_cast<size_t>(ground) + 1);
+    for (int v = 0; v <= ground; ++v) cl[v] = v;
+    std::vector<int64_t> charge(cl.size(), 0);
+    for (int i = 0; i < n; ++i) charge[i] = res[i].res.sign;
+    auto open = [&](int c) { return c != cl[ground] && charge[c] != 0; };
+    Oracle o;
+    for (;;) {
+        const E* best = nullptr;
+        for (const E& e : edges)
+            if (cl[e.a] != cl[e.b] && (open(cl[e.a]) || open(cl[e.b])) && (!best || e.key < best->key)) best = &e;
+        if (!best) break;
+        if (best->key.hi == kGroundId)
+            o.cuts.push_back(make_ground_cut(res[best->a].res, H, W));
+        else if (best->key.hi >= kLakeKeyBase)
+            ++o.lake_joins;
+        else
+            o.cuts.push_back(make_pair_cut(res[best->a].res, res[best->b].res));
+        // The ground's class keeps the ground's name, so open() can tell it.
+        int keep = cl[best->a], gone = cl[best->b];
+        if (gone == cl[ground]) std::swap(keep, gone);
+        charge[keep] += charge[gone];
+        for (int& c : cl)
+            if (c == gone) c = keep;
+    }
+    for (int v = 0; v < ground; ++v)
+        if (cl[v] == v && cl[v] != cl[ground]) o.cluster_charge.push_back(charge[v]);
+    std::sort(o.cuts.begin(), o.cuts.end(), cut_order);
+    return o;
 }
 
+// Random residues; some touch one of a few lakes (one of them grounded), a few touch two.
+std::vector<ClusterResidue> with_lakes(const std::vector<Residue>& res, uint32_t seed, int lake_pct) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> pct(0, 99), which(0, 3);
+    const int64_t lakes[4] = {kGroundedLake, 1000, 5000, 123456};
+    std::vector<ClusterResidue> out;
+    for (const Residue& x : res) {
+        ClusterResidue y;
+        y.res = x;
+        if (pct(rng) < lake_pct) {
+            y.lake[0] = lakes[which(rng)];
+            if (pct(rng) < 15) {
+                y.lake[1] = lakes[which(rng)];
+                if (y.lake[1] == y.lake[0]) y.lake[1] = kNoLake;
+                else if (y.lake[1] < y.lake[0]) std::swap(y.lake[0], y.lake[1]);
+            }
+        }
+        out.push_back(y);
+    }
+    return out;
+}
 
 struct Case {
     int64_t H, W;
     int count;
     uint32_t seed;
     bool clustered;
+    int lake_pct;
 };
 
-class MatchingOracle : public ::testing::TestWithParam<Case> {};
+class ClusterOracle : public ::testing::TestWithParam<Case> {};
 
-TEST_P(MatchingOracle, PhaseAPlusBEqualsSerialGreedy) {
+TEST_P(ClusterOracle, CutClustersEqualTheSerialRule) {
     const Case cs = GetParam();
-    const auto res = random_residues(cs.H, cs.W, cs.count, cs.seed, cs.clustered);
+    const auto res = with_lakes(random_residues(cs.H, cs.W, cs.count, cs.seed, cs.clustered), cs.seed + 100, cs.lake_pct);
     ASSERT_FALSE(res.empty());
-    const auto expect = serial_greedy(res, cs.H, cs.W);
-    int64_t phase_b_seen = 0;
-    Comm self(MPI_COMM_SELF);
-    RankGrid grid;
-    grid.tiles = TileGrid(cs.H, cs.W, 16);
-    for (int64_t D : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{8}, int64_t{64}, int64_t{100000}}) {
-        MatchStats st;
-        const auto got = match_residues(res, grid, D, self, st);
-        ASSERT_EQ(got.size(), expect.size()) << "D " << D;
-        for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expect[i]) << "cut " << i << " D " << D;
-        phase_b_seen += st.leftovers;
-        // Every residue is matched exactly once.
-        ASSERT_EQ(st.phase_a_pairs * 2 + st.phase_a_ground + st.phase_b_pairs * 2 + st.phase_b_ground,
-                  static_cast<int64_t>(res.size()));
-    }
-    // On a 2-pixel-high strip every residue touches the ground, so phase B has nothing to do.
-    if (std::min(cs.H, cs.W) > 8) {
-        EXPECT_GT(phase_b_seen, 0) << "phase B was never exercised";
+    for (int64_t R : {int64_t{1}, int64_t{4}, int64_t{16}, int64_t{40}}) {
+        const Oracle expect = serial_oracle(res, cs.H, cs.W, R);
+        std::vector<Cut> got;
+        ClusterStats st;
+        cut_clusters(res, cs.H, cs.W, R, got, st);
+        std::sort(got.begin(), got.end(), cut_order);
+        ASSERT_EQ(got.size(), expect.cuts.size()) << "R " << R;
+        for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expect.cuts[i]) << "cut " << i << " R " << R;
+        EXPECT_EQ(st.lake_joins, expect.lake_joins) << "R " << R;
+        EXPECT_EQ(st.pairs + st.ground_cuts, static_cast<int64_t>(got.size()));
+        // Every cluster the oracle ends with is balanced or holds the ground.
+        for (int64_t q : expect.cluster_charge) EXPECT_EQ(q, 0) << "R " << R;
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(RandomFields, MatchingOracle,
-                         ::testing::Values(Case{40, 50, 60, 1, false}, Case{64, 64, 300, 2, true},
-                                           Case{100, 37, 200, 3, true}, Case{128, 128, 500, 4, false},
-                                           Case{2, 300, 40, 5, false}, Case{300, 2, 40, 6, true},
-                                           Case{200, 260, 900, 7, true}));
+INSTANTIATE_TEST_SUITE_P(RandomFields, ClusterOracle,
+                         ::testing::Values(Case{40, 50, 60, 1, false, 0}, Case{64, 64, 300, 2, true, 0},
+                                           Case{100, 37, 200, 3, true, 20}, Case{128, 128, 400, 4, false, 10},
+                                           Case{2, 300, 40, 5, false, 0}, Case{300, 2, 40, 6, true, 30},
+                                           Case{200, 260, 500, 7, true, 25}, Case{90, 90, 350, 8, true, 60}));
 
-// The backend hook: match_residues runs phase A's rounds through the given PhaseARounds (here
-// the host's behind a counting wrapper) and gets the same matching as with the default one.
-TEST(Matching, UsesTheGivenPhaseARounds) {
-    struct Counting final : PhaseARounds {
-        HostPhaseARounds host;
-        int64_t binds = 0, searches = 0, decides = 0, commits = 0;
-        void bind(std::span<const Residue> res, std::span<const uint8_t> owned, const Window& area, int64_t cell,
-                  int64_t limit, int64_t H, int64_t W) override {
-            ++binds;
-            host.bind(res, owned, area, cell, limit, H, W);
-        }
-        int64_t search() override { return ++searches, host.search(); }
-        void export_states(std::span<const int32_t> l, int32_t* p, uint8_t* m) override { host.export_states(l, p, m); }
-        void import_states(std::span<const int32_t> l, const int32_t* p, const uint8_t* m) override {
-            host.import_states(l, p, m);
-        }
-        void decide(bool halo) override { ++decides, host.decide(halo); }
-        void commit() override { ++commits, host.commit(); }
-        void mates(int32_t* m) override { host.mates(m); }
-    };
-    const auto res = random_residues(128, 128, 500, 4, true);
-    const auto expect = serial_greedy(res, 128, 128);
+// One rank: match_residues is the rule over all residues, whatever the lakes say.
+TEST(Matching, OneRankIsTheSerialRule) {
+    const int64_t H = 128, W = 128;
+    const auto plain = random_residues(H, W, 400, 4, true);
     Comm self(MPI_COMM_SELF);
     RankGrid grid;
-    grid.tiles = TileGrid(128, 128, 16);
-    for (int64_t D : {int64_t{3}, int64_t{64}}) {
-        Counting rounds;
-        MatchStats st;
-        const auto got = match_residues(res, grid, D, self, st, rounds);
-        EXPECT_EQ(got, expect) << "D " << D;
-        EXPECT_EQ(rounds.binds, 1);
-        EXPECT_EQ(rounds.searches, st.rounds + 1);  // the last round finds nothing active
-        EXPECT_EQ(rounds.commits, st.rounds);
-        EXPECT_EQ(rounds.decides, st.rounds);  // one rank: no halo, so no halo pass
-        EXPECT_GT(st.rounds, 0);
+    grid.tiles = TileGrid(H, W, 16);
+    // Lakes by position: a grounded band at rows 60-61, an inner lake at columns 90-91.
+    const LakeView lakes{[](int64_t r, int64_t c) {
+                             if (r == 60 || r == 61) return kGroundedLake;
+                             return (c == 90 || c == 91) && r > 10 && r < 50 ? int64_t{10 * W + 90} : kNoLake;
+                         },
+                         [](int64_t, int64_t) { return false; }};
+    std::vector<ClusterResidue> res;
+    for (const Residue& x : plain) {
+        ClusterResidue y;
+        y.res = x;
+        int k = 0;
+        for (const auto& [dr, dc] : {std::pair<int, int>{0, 0}, {0, 1}, {1, 0}, {1, 1}}) {
+            const int64_t l = lakes.at(x.r + dr, x.c + dc);
+            if (l != kNoLake && (k == 0 || y.lake[0] != l) && k < 2) y.lake[k++] = l;
+        }
+        if (k == 2 && y.lake[1] < y.lake[0]) std::swap(y.lake[0], y.lake[1]);
+        res.push_back(y);
     }
-}
-
-TEST(Matching, PairBeatsGroundOnEqualWeight) {
-    // Two residues one step apart at the top border: pair weight 1 equals ground weight 1.
-    std::vector<Residue> res = {{residue_id(0, 5, 20, 0), 0, 5, 1}, {residue_id(0, 6, 20, 0), 0, 6, -1}};
+    const Oracle expect = serial_oracle(res, H, W, 16);
     MatchStats st;
-    Comm self(MPI_COMM_SELF);
-    RankGrid grid;
-    grid.tiles = TileGrid(20, 20, 8);
-    const auto cuts = match_residues(res, grid, 64, self, st);
-    ASSERT_EQ(cuts.size(), 1u);
-    EXPECT_EQ(cuts[0].side, kNotGround);
+    const auto got = match_residues(plain, lakes, grid, 16, self, st);
+    EXPECT_EQ(got, expect.cuts);
+    EXPECT_EQ(st.lake_joins, expect.lake_joins);
+    EXPECT_GT(st.lake_joins, 0);
+    EXPECT_EQ(st.residues, static_cast<int64_t>(plain.size()));
+}
+
+// A residue on a lake's edge is discharged there with no cut; the inner lake's net charge is
+// balanced by a cut to the nearest residue outside.
+TEST(Matching, LakesTakeChargeWithoutCuts) {
+    const int64_t H = 64, W = 64, lake = 30 * W + 30;
+    std::vector<ClusterResidue> res(3);
+    res[0].res = {residue_id(30, 29, W, 0), 30, 29, +1}, res[0].lake[0] = lake;
+    res[1].res = {residue_id(31, 33, W, 0), 31, 33, +1}, res[1].lake[0] = lake;
+    res[2].res = {residue_id(31, 40, W, 0), 31, 40, -1};
+    std::vector<Cut> cuts;
+    ClusterStats st;
+    cut_clusters(res, H, W, 16, cuts, st);
+    // Both +1 go into the lake (weight 0); the lake's +2 takes the -1 by its nearest residue
+    // (weight 7, from (31,33)), and the +1 left goes to ground by the cluster's nearest side:
+    // (31,40) to the right side (23 steps) beats (30,29) to the left (30).
+    EXPECT_EQ(st.lake_joins, 2);
+    std::sort(cuts.begin(), cuts.end(), cut_order);
+    ASSERT_EQ(cuts.size(), 2u);
+    EXPECT_EQ(cuts[0], make_pair_cut(res[1].res, res[2].res));
+    EXPECT_EQ(cuts[1], make_ground_cut(res[2].res, H, W));
+    EXPECT_EQ(cuts[1].side, kRight);
 }
 
 TEST(Matching, GroundTieOrderIsTopBottomLeftRight) {

@@ -1,0 +1,36 @@
+// Charge-balanced cut clusters (docs/ARCHITECTURE.md section 3): the serial rule over one set
+// of residues that is closed under candidate edges. Backend-neutral host code, written once;
+// partition/matching.cpp decides which residues form such a set on which rank.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/ground_lakes.h"
+#include "kernels/residue.h"
+
+namespace tessera {
+
+// A residue and the (at most two) lakes its plaquette's corners touch: a lake id (its
+// smallest global pixel index), kGroundedLake, or kNoLake; lake[0] <= lake[1] when both set.
+struct ClusterResidue {
+    Residue res;
+    int64_t lake[2] = {kNoLake, kNoLake};
+};
+
+// Lake ids as edge-key ends: above every residue id, below the outer ground's.
+inline constexpr int64_t kLakeKeyBase = int64_t{1} << 61;
+inline constexpr int64_t kGroundedLakeKey = kGroundId - 1;
+
+struct ClusterStats {
+    int64_t pairs = 0;        // cuts between two residues
+    int64_t ground_cuts = 0;  // cuts to the image border
+    int64_t lake_joins = 0;   // residues discharged into a lake (no cut)
+};
+
+// The cuts of `res` (sorted by id, closed under candidate edges) by section 3's rule with
+// pair radius `radius`, appended to `out` in acceptance order. H, W: the image.
+void cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, std::vector<Cut>& out,
+                  ClusterStats& stats);
+
+}  // namespace tessera

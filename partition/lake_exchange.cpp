@@ -1,0 +1,107 @@
+#include "partition/lake_exchange.h"
+
+#include <algorithm>
+
+namespace tessera {
+
+namespace {
+
+struct Link {  // piece `piece` of one rank touches pixel `pixel` of another's first row or column
+    int64_t piece;
+    int64_t pixel;
+    int32_t grounded, pad = 0;
+};
+
+}  // namespace
+
+GlobalLakes::GlobalLakes(const RegionArrays& a, const RankGrid& grid, Comm& comm)
+    : a_(a), own_(grid.own(comm.rank())), local_(a, own_) {
+    if (comm.size() == 1) return;
+    const int64_t H = a.H, W = a.W, r1 = own_.row0 + own_.rows, c1 = own_.col0 + own_.cols;
+    auto unreliable = [&](int64_t r, int64_t c) { return (a.flags[a.index(r, c)] & kUnreliable) != 0; };
+    std::vector<Link> links;
+    std::vector<Published> pub;
+    for (int64_t run = 0; run < local_.runs(); ++run) {
+        const int64_t r = local_.run_row(run);
+        const int64_t piece = local_.piece(run);
+        const int32_t g = local_.piece_on_image_border(run);
+        if (r == r1 - 1 && r1 < H)  // the halo row below: one link per unreliable stretch
+            for (int64_t c = local_.run_c0(run); c < local_.run_c1(run); ++c)
+                if (unreliable(r + 1, c) && (c == local_.run_c0(run) || !unreliable(r + 1, c - 1)))
+                    links.push_back({piece, (r + 1) * W + c, g});
+        if (local_.run_c1(run) == c1 && c1 < W && unreliable(r, c1)) links.push_back({piece, r * W + c1, g});
+        if (r == own_.row0 && own_.row0 > 0) pub.push_back({r, local_.run_c0(run), local_.run_c1(run), piece, g});
+        if (local_.run_c0(run) == own_.col0 && own_.col0 > 0 && !(r == own_.row0 && own_.row0 > 0))
+            pub.push_back({r, static_cast<int32_t>(own_.col0), static_cast<int32_t>(own_.col0 + 1), piece, g});
+    }
+    const std::vector<Link> all_links = comm.allgatherv(links);
+    pub_ = comm.allgatherv(pub);
+    std::sort(pub_.begin(), pub_.end(),
+              [](const Published& x, const Published& y) { return x.row != y.row ? x.row < y.row : x.c0 < y.c0; });
+    // Union-find over the pieces that meet across ranks; a lake's id is its smallest piece.
+    for (const Link& l : all_links) piece_ids_.push_back(l.piece);
+    for (const Published& p : pub_) piece_ids_.push_back(p.piece);
+    std::sort(piece_ids_.begin(), piece_ids_.end());
+    piece_ids_.erase(std::unique(piece_ids_.begin(), piece_ids_.end()), piece_ids_.end());
+    const size_t n = piece_ids_.size();
+    std::vector<size_t> parent(n);
+    std::vector<uint8_t> grounded(n, 0);
+    for (size_t i = 0; i < n; ++i) parent[i] = i;
+    auto index = [&](int64_t piece) {
+        return static_cast<size_t>(std::lower_bound(piece_ids_.begin(), piece_ids_.end(), piece) - piece_ids_.begin());
+    };
+    auto find = [&](size_t x) {
+        while (parent[x] != x) x = parent[x] = parent[parent[x]];
+        return x;
+    };
+    auto join = [&](size_t x, size_t y) {
+        x = find(x), y = find(y);
+        if (x != y) parent[std::max(x, y)] = std::min(x, y);  // ids ascend with the index
+    };
+    for (const Published& p : pub_) grounded[index(p.piece)] |= static_cast<uint8_t>(p.grounded);
+    for (const Link& l : all_links) {
+        grounded[index(l.piece)] |= static_cast<uint8_t>(l.grounded);
+        if (const Published* p = published_at(l.pixel / W, l.pixel % W)) join(index(l.piece), index(p->piece));
+    }
+    std::vector<uint8_t> class_grounded(n, 0);
+    for (size_t i = 0; i < n; ++i) class_grounded[find(i)] |= grounded[i];
+    piece_lake_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+        const size_t r = find(i);
+        piece_lake_[i] = class_grounded[r] ? kGroundedLake : piece_ids_[r];
+    }
+}
+
+const GlobalLakes::Published* GlobalLakes::published_at(int64_t r, int64_t c) const {
+    auto it = std::upper_bound(pub_.begin(), pub_.end(), std::pair<int64_t, int64_t>{r, c},
+                               [](const std::pair<int64_t, int64_t>& v, const Published& p) {
+                                   return v.first != p.row ? v.first < p.row : v.second < p.c0;
+                               });
+    if (it == pub_.begin()) return nullptr;
+    --it;
+    return it->row == r && it->c0 <= c && c < it->c1 ? &*it : nullptr;
+}
+
+int64_t GlobalLakes::resolve(int64_t piece, bool grounded) const {
+    auto it = std::lower_bound(piece_ids_.begin(), piece_ids_.end(), piece);
+    if (it != piece_ids_.end() && *it == piece) return piece_lake_[static_cast<size_t>(it - piece_ids_.begin())];
+    return grounded ? kGroundedLake : piece;
+}
+
+int64_t GlobalLakes::at(int64_t r, int64_t c) const {
+    if (!(a_.flags[a_.index(r, c)] & kUnreliable)) return kNoLake;
+    if (own_.contains(r, c)) {
+        const int64_t run = local_.run_at(r, c);
+        return resolve(local_.piece(run), local_.piece_on_image_border(run));
+    }
+    const Published* p = published_at(r, c);
+    return p ? resolve(p->piece, p->grounded != 0) : kNoLake;
+}
+
+bool GlobalLakes::reaches_out(int64_t r, int64_t c) const {
+    if (!(a_.flags[a_.index(r, c)] & kUnreliable)) return false;
+    if (!own_.contains(r, c)) return true;
+    return local_.piece_on_window_border(local_.run_at(r, c));
+}
+
+}  // namespace tessera

@@ -1,0 +1,44 @@
+// Lakes across ranks (docs/ARCHITECTURE.md section 3.1): each rank labels the unreliable
+// pixels of its own window (kernels/ground_lakes.h); pieces that meet across a rank border are
+// joined here, so that a lake's id (its smallest global pixel index) and whether it touches the
+// image border are the same on every rank whatever the rank grid.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/ground_lakes.h"
+#include "kernels/types.h"
+#include "partition/comm.h"
+#include "partition/rank_grid.h"
+
+namespace tessera {
+
+class GlobalLakes {
+public:
+    // Collective over comm. a: the rank's buffer (own window and halo) with its kUnreliable bits.
+    GlobalLakes(const RegionArrays& a, const RankGrid& grid, Comm& comm);
+
+    // Lake of pixel (r, c) of the buffer: kNoLake, kGroundedLake, or its global id.
+    int64_t at(int64_t r, int64_t c) const;
+    // The lake there may reach past the own window (its residues are shared between ranks).
+    bool reaches_out(int64_t r, int64_t c) const;
+
+private:
+    struct Published {  // a run of a rank's first row or column, for the neighbours' halos
+        int64_t row;
+        int32_t c0, c1;
+        int64_t piece;
+        int32_t grounded, pad = 0;
+    };
+    int64_t resolve(int64_t piece, bool grounded) const;
+    const Published* published_at(int64_t r, int64_t c) const;
+
+    const RegionArrays& a_;
+    Window own_;
+    LakeRuns local_;
+    std::vector<Published> pub_;           // every rank's, sorted by (row, c0)
+    std::vector<int64_t> piece_ids_;       // pieces met across ranks, sorted
+    std::vector<int64_t> piece_lake_;      // their lake: id or kGroundedLake
+};
+
+}  // namespace tessera
