@@ -68,9 +68,15 @@ def run(cmd, check=True):
     return p
 
 
+TIMEOUT = None  # --timeout: seconds a tool run may take (None: no limit)
+
+
 def timed(cmd):
     t = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        p = subprocess.CompletedProcess(cmd, 124, "", f"timed out after {TIMEOUT} s")
     return time.perf_counter() - t, p
 
 
@@ -135,6 +141,9 @@ class Tools:
         cmd += [phase, out]
         sec, p = timed(cmd)
         if p.returncode != 0 or not os.path.exists(out):
+            for f in (out, out + ".tmp"):
+                if os.path.exists(f):
+                    os.remove(f)
             return sec, None, None, None, f"exit {p.returncode}: {p.stderr.strip()[-200:]}"
         unw, lab = os.path.join(d, f"{tag}_unw.f32"), os.path.join(d, f"{tag}_lab.u32")
         run(["h5dump", "-d", "/unwrapped_phase", "-b", "LE", "-o", unw, out])
@@ -323,7 +332,11 @@ def main():
     ap.add_argument("--gp-dir", default=os.path.normpath(os.path.join(ROOT, "..", "shared", "bench_real_gp")))
     ap.add_argument("--scratch", default="/tmp")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "quality_cpu.md"))
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="seconds one tool run may take; a run past it is a table row 'exit 124: timed out'")
     a = ap.parse_args()
+    global TIMEOUT
+    TIMEOUT = a.timeout
     if a.lake_sizes is None:
         a.lake_sizes = [n for n in a.sizes if n <= 2048]
     a.after, a.before = os.path.abspath(a.after), os.path.abspath(a.before)
