@@ -1,25 +1,27 @@
 // Section 3's rule, serially: every residue starts as an open cluster (charge +-1); while an
 // open cluster exists, the smallest candidate edge (weight, lower id, higher id) leaving any
 // open cluster is accepted and joins its two ends. A cluster is open while its charge is not
-// zero and it does not hold the ground. Lazy queue: an entry is a node's best edge leaving its
-// cluster when it was computed; clusters only grow, so it stays a lower bound, and it is exact
-// when its far end is still outside.
+// zero and it does not hold the ground. Each node keeps its best edge leaving its cluster when
+// it was computed (clusters only grow, so it stays a lower bound, exact while its far end is
+// still outside) in its cluster's pairing heap; heaps meld when clusters join, so a closed
+// cluster's members need no new search when an open one takes it. A global queue holds each
+// open cluster's heap top.
 #include "kernels/cut_clusters.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <queue>
 
-#include "kernels/residue_grid.h"
 
 namespace tessera {
 
 namespace {
 
-struct Entry {
-    EdgeKey key;
-    int32_t node, target;
-    bool operator>(const Entry& o) const { return o.key < key; }
+// A node's place in the ring walk of its pair candidates: ring w (L1 distance), position k
+// on it, residue s at that plaquette. At one w a residue's pair keys order by the other
+// residue's id, i.e. raster order of plaquettes, then sub-index: the walk's order.
+struct Cursor {
+    int32_t w = 0, k = 0, s = 0;
 };
 
 class Clusters {
@@ -34,75 +36,83 @@ public:
         const int32_t L = static_cast<int32_t>(lake_ids_.size());
         ground_ = n_ + L;
         const size_t N = static_cast<size_t>(ground_) + 1;
-        parent_.resize(N), size_.assign(N, 1), next_.resize(N), charge_.assign(N, 0);
-        for (size_t v = 0; v < N; ++v) parent_[v] = next_[v] = static_cast<int32_t>(v);
+        parent_.resize(N), size_.assign(N, 1), charge_.assign(N, 0);
+        for (size_t v = 0; v < N; ++v) parent_[v] = static_cast<int32_t>(v);
         for (int32_t i = 0; i < n_; ++i) charge_[static_cast<size_t>(i)] = res[static_cast<size_t>(i)].res.sign;
+        key_.resize(N), target_.assign(N, -1), child_.assign(N, -1), sibling_.assign(N, -1), heap_.assign(N, -1);
+        cursor_.assign(static_cast<size_t>(n_), Cursor{});
         // Each lake's residues, ascending (the lake's edges in key order).
         adj_start_.assign(static_cast<size_t>(L) + 1, 0);
-        for (const ClusterResidue& x : res)
-            for (int s = 0; s < 2; ++s)
-                if (x.lake[s] >= 0 && (s == 0 || x.lake[1] != x.lake[0])) ++adj_start_[static_cast<size_t>(lake_index(x.lake[s])) + 1];
+        auto lakes_of = [](const ClusterResidue& x, auto&& f) {
+            if (x.lake[0] >= 0) f(x.lake[0]);
+            if (x.lake[1] >= 0 && x.lake[1] != x.lake[0]) f(x.lake[1]);
+        };
+        for (const ClusterResidue& x : res) lakes_of(x, [&](int64_t l) { ++adj_start_[static_cast<size_t>(lake_index(l)) + 1]; });
         for (size_t k = 1; k < adj_start_.size(); ++k) adj_start_[k] += adj_start_[k - 1];
         adj_.resize(static_cast<size_t>(adj_start_.back()));
-        cursor_.assign(adj_start_.begin(), adj_start_.end() - 1);
-        std::vector<int64_t> fill(cursor_);
-        for (int32_t i = 0; i < n_; ++i) {
-            const ClusterResidue& x = res[static_cast<size_t>(i)];
-            for (int s = 0; s < 2; ++s)
-                if (x.lake[s] >= 0 && (s == 0 || x.lake[1] != x.lake[0])) adj_[static_cast<size_t>(fill[static_cast<size_t>(lake_index(x.lake[s]))]++)] = i;
-        }
-        // Residue cells over the set's bounding box.
+        lake_cursor_.assign(adj_start_.begin(), adj_start_.end() - 1);
+        std::vector<int64_t> fill(lake_cursor_);
+        for (int32_t i = 0; i < n_; ++i)
+            lakes_of(res[static_cast<size_t>(i)],
+                     [&](int64_t l) { adj_[static_cast<size_t>(fill[static_cast<size_t>(lake_index(l))]++)] = i; });
+        // Which plaquettes hold residues: a bitmap over the set's bounding box, ids for the rest.
         if (n_ > 0) {
-            int64_t r0 = H, r1 = 0, c0 = W, c1 = 0;
+            r0_ = H, c0_ = W;
+            int64_t r1 = 0, c1 = 0;
             for (const ClusterResidue& x : res) {
-                r0 = std::min<int64_t>(r0, x.res.r), r1 = std::max<int64_t>(r1, x.res.r);
-                c0 = std::min<int64_t>(c0, x.res.c), c1 = std::max<int64_t>(c1, x.res.c);
+                r0_ = std::min<int64_t>(r0_, x.res.r), r1 = std::max<int64_t>(r1, x.res.r);
+                c0_ = std::min<int64_t>(c0_, x.res.c), c1 = std::max<int64_t>(c1, x.res.c);
             }
-            plain_.reserve(res.size());
-            for (const ClusterResidue& x : res) plain_.push_back(x.res);
-            grid_.build(plain_, {}, Window{r0, c0, r1 - r0 + 1, c1 - c0 + 1}, 8);
+            rows_ = r1 - r0_ + 1, cols_ = c1 - c0_ + 1;
+            bits_.assign(static_cast<size_t>((rows_ * cols_ + 63) / 64), 0);
+            ids_.reserve(res.size());
+            for (const ClusterResidue& x : res) {
+                const int64_t b = (x.res.r - r0_) * cols_ + (x.res.c - c0_);
+                bits_[static_cast<size_t>(b >> 6)] |= uint64_t{1} << (b & 63);
+                ids_.push_back(x.res.id);
+            }
         }
     }
 
     void run(std::vector<Cut>& out, ClusterStats& st) {
-        for (int32_t i = 0; i < n_; ++i) push(i);
+        for (int32_t v = 0; v < ground_; ++v) {
+            refresh(v);
+            heap_[static_cast<size_t>(v)] = v;
+            if (v < n_) offer(v);  // lakes start balanced: closed until an open cluster takes one
+        }
         while (!pq_.empty()) {
-            const Entry e = pq_.top();
+            const auto [key, x] = pq_.top();
             pq_.pop();
-            const int32_t a = find(e.node);
-            if (!open(a)) continue;  // a closed cluster waits until an open one takes it
-            const int32_t t = find(e.target);
-            if (t == a) {
-                push(e.node);
+            if (find(x) != x || !open(x) || heap_[static_cast<size_t>(x)] < 0 ||
+                !(key_[static_cast<size_t>(heap_[static_cast<size_t>(x)])] == key))
+                continue;  // stale: the cluster was joined, closed, or its best edge changed
+            const int32_t m = heap_[static_cast<size_t>(x)];
+            const EdgeKey e = key_[static_cast<size_t>(m)];
+            heap_[static_cast<size_t>(x)] = pop_min(m);
+            if (target_[static_cast<size_t>(m)] < 0) {  // a lake with no shore left outside
+                offer(x);
                 continue;
             }
-            if (e.key.hi == kGroundId) {
-                out.push_back(make_ground_cut(res_[static_cast<size_t>(e.node)].res, H_, W_));
+            const int32_t t = find(target_[static_cast<size_t>(m)]);
+            if (t == x) {  // the far end joined since: m's next edge
+                refresh(m);
+                heap_[static_cast<size_t>(x)] = meld(heap_[static_cast<size_t>(x)], m);
+                offer(x);
+                continue;
+            }
+            if (e.hi == kGroundId) {
+                out.push_back(make_ground_cut(res_[static_cast<size_t>(m)].res, H_, W_));
                 ++st.ground_cuts;
-            } else if (e.key.hi >= kLakeKeyBase) {
+            } else if (e.hi >= kLakeKeyBase) {
                 ++st.lake_joins;
             } else {
-                out.push_back(make_pair_cut(res_[static_cast<size_t>(e.node)].res, res_[static_cast<size_t>(e.target)].res));
+                out.push_back(make_pair_cut(res_[static_cast<size_t>(m)].res, res_[static_cast<size_t>(target_[static_cast<size_t>(m)])].res));
                 ++st.pairs;
             }
-            const bool t_was_open = open(t);
-            if (t_was_open) {
-                unite(a, t);
-                if (open(find(a))) push(e.node);
-            } else {
-                std::vector<int32_t>& members = scratch_;
-                members.clear();
-                for (int32_t m = t;;) {
-                    members.push_back(m);
-                    m = next_[static_cast<size_t>(m)];
-                    if (m == t) break;
-                }
-                unite(a, t);
-                if (open(find(a))) {
-                    push(e.node);
-                    for (int32_t m : members) push(m);
-                }
-            }
+            const int32_t root = unite(x, t);
+            refresh(m);
+            heap_[static_cast<size_t>(root)] = meld(heap_[static_cast<size_t>(root)], m);
+            if (open(root)) offer(root);
         }
     }
 
@@ -119,88 +129,153 @@ private:
     }
     // unite() keeps the ground node its class's root.
     bool open(int32_t root) const { return root != ground_ && charge_[static_cast<size_t>(root)] != 0; }
-    // Joins two roots; the ground stays its class's root, otherwise the larger class's root.
-    void unite(int32_t a, int32_t b) {
+    // Joins two roots (their member heaps too); the ground stays its class's root, otherwise
+    // the larger class's root. Returns the new root.
+    int32_t unite(int32_t a, int32_t b) {
         if (b == ground_ || (a != ground_ && size_[static_cast<size_t>(b)] > size_[static_cast<size_t>(a)])) std::swap(a, b);
         parent_[static_cast<size_t>(b)] = a;
         size_[static_cast<size_t>(a)] += size_[static_cast<size_t>(b)];
         charge_[static_cast<size_t>(a)] += charge_[static_cast<size_t>(b)];
-        std::swap(next_[static_cast<size_t>(a)], next_[static_cast<size_t>(b)]);  // splice the member rings
+        heap_[static_cast<size_t>(a)] = meld(heap_[static_cast<size_t>(a)], heap_[static_cast<size_t>(b)]);
+        heap_[static_cast<size_t>(b)] = -1;
+        return a;
+    }
+    // The cluster's best edge goes on the global queue (stale copies are skipped when popped).
+    void offer(int32_t root) {
+        const int32_t h = heap_[static_cast<size_t>(root)];
+        if (h >= 0) pq_.push({key_[static_cast<size_t>(h)], root});
     }
 
-    // Queues node v's best edge leaving its cluster (residue or lake; the ground has none).
-    void push(int32_t v) {
-        if (v == ground_) return;
-        if (v >= n_) {
-            push_lake(v);
-            return;
+    // Pairing heap of a cluster's members, one node per member, keyed by its best edge.
+    int32_t meld(int32_t a, int32_t b) {
+        if (a < 0) return b;
+        if (b < 0) return a;
+        if (key_[static_cast<size_t>(b)] < key_[static_cast<size_t>(a)]) std::swap(a, b);
+        sibling_[static_cast<size_t>(b)] = child_[static_cast<size_t>(a)];
+        child_[static_cast<size_t>(a)] = b;
+        return a;
+    }
+    int32_t pop_min(int32_t top) {
+        std::vector<int32_t>& kids = scratch_;
+        kids.clear();
+        for (int32_t c = child_[static_cast<size_t>(top)]; c >= 0;) {
+            const int32_t nx = sibling_[static_cast<size_t>(c)];
+            sibling_[static_cast<size_t>(c)] = -1;
+            kids.push_back(c);
+            c = nx;
         }
-        const int32_t rv = find(v);
-        const ClusterResidue& x = res_[static_cast<size_t>(v)];
-        const Residue& a = x.res;
-        const GroundChoice gc = ground_choice(a.r, a.c, H_, W_);
-        Entry best{EdgeKey{gc.weight, a.id, kGroundId}, v, ground_};
-        for (int s = 0; s < 2; ++s) {
-            if (x.lake[s] == kGroundedLake) {
-                const EdgeKey k{0, a.id, kGroundedLakeKey};
-                if (k < best.key) best = {k, v, ground_};
-            } else if (x.lake[s] >= 0) {
-                const int32_t ln = n_ + lake_index(x.lake[s]);
-                const EdgeKey k{0, a.id, kLakeKeyBase + x.lake[s]};
-                if (find(ln) != rv && k < best.key) best = {k, v, ln};
-            }
-        }
-        const ResidueGrid& g = grid_;
-        const int64_t ci = (a.r - g.area.row0) / g.cell, cj = (a.c - g.area.col0) / g.cell;
-        auto scan_cell = [&](int64_t y, int64_t xx) {
-            if (y < 0 || y >= g.crows || xx < 0 || xx >= g.ccols) return;
-            const int64_t cidx = y * g.ccols + xx;
-            for (int64_t t = g.start[static_cast<size_t>(cidx)]; t < g.start[static_cast<size_t>(cidx) + 1]; ++t) {
-                const int32_t j = g.items[static_cast<size_t>(t)];
-                if (j == v) continue;
-                const Residue& b = res_[static_cast<size_t>(j)].res;
-                const int64_t w = std::abs(int64_t{b.r} - a.r) + std::abs(int64_t{b.c} - a.c);
-                if (w > radius_ || w > best.key.w) continue;
-                const EdgeKey k = pair_key(w, a.id, b.id);
-                if (k < best.key && find(j) != rv) best = {k, v, j};
-            }
-        };
-        const int64_t max_ring = radius_ / g.cell + 1;
-        for (int64_t ring = 0; ring <= max_ring; ++ring) {
-            const int64_t lower = ring == 0 ? 0 : (ring - 1) * g.cell + 1;
-            if (lower > radius_ || lower > best.key.w) break;
-            if (ring == 0) {
-                scan_cell(ci, cj);
-                continue;
-            }
-            for (int64_t xx = cj - ring; xx <= cj + ring; ++xx) scan_cell(ci - ring, xx), scan_cell(ci + ring, xx);
-            for (int64_t y = ci - ring + 1; y <= ci + ring - 1; ++y) scan_cell(y, cj - ring), scan_cell(y, cj + ring);
-        }
-        pq_.push(best);
+        child_[static_cast<size_t>(top)] = -1;
+        if (kids.empty()) return -1;
+        size_t k = 0;
+        for (; k + 1 < kids.size(); k += 2) kids[k / 2] = meld(kids[k], kids[k + 1]);
+        size_t m = k / 2;
+        if (k < kids.size()) kids[m++] = kids[k];
+        int32_t h = kids[m - 1];
+        for (size_t i = m - 1; i-- > 0;) h = meld(kids[i], h);
+        return h;
     }
 
-    // A lake's edges all weigh 0 and come in its residues' id order: the first one outside.
-    void push_lake(int32_t v) {
-        const size_t l = static_cast<size_t>(v - n_);
+    // Node v's best edge leaving its cluster (v's heap key and target); unset when none.
+    void refresh(int32_t v) {
         const int32_t rv = find(v);
-        int64_t& cur = cursor_[l];
-        while (cur < adj_start_[l + 1] && find(adj_[static_cast<size_t>(cur)]) == rv) ++cur;
-        if (cur == adj_start_[l + 1]) return;
-        const int32_t j = adj_[static_cast<size_t>(cur)];
-        pq_.push({EdgeKey{0, res_[static_cast<size_t>(j)].res.id, kLakeKeyBase + lake_ids_[l]}, v, j});
+        EdgeKey best{};
+        int32_t tgt = -1;
+        if (v >= n_) {  // a lake: its edges weigh 0 and come in its residues' id order
+            const size_t l = static_cast<size_t>(v - n_);
+            int64_t& cur = lake_cursor_[l];
+            while (cur < adj_start_[l + 1] && find(adj_[static_cast<size_t>(cur)]) == rv) ++cur;
+            if (cur < adj_start_[l + 1]) {
+                tgt = adj_[static_cast<size_t>(cur)];
+                best = EdgeKey{0, res_[static_cast<size_t>(tgt)].res.id, kLakeKeyBase + lake_ids_[l]};
+            }
+        } else {
+            const ClusterResidue& x = res_[static_cast<size_t>(v)];
+            const Residue& a = x.res;
+            best = EdgeKey{ground_choice(a.r, a.c, H_, W_).weight, a.id, kGroundId};
+            tgt = ground_;
+            for (int64_t l : x.lake) {
+                if (l == kGroundedLake) {
+                    const EdgeKey k{0, a.id, kGroundedLakeKey};
+                    if (k < best) best = k, tgt = ground_;
+                } else if (l >= 0) {
+                    const int32_t ln = n_ + lake_index(l);
+                    const EdgeKey k{0, a.id, kLakeKeyBase + l};
+                    if (k < best && find(ln) != rv) best = k, tgt = ln;
+                }
+            }
+            int64_t w = 0;
+            const int32_t j = next_pair(v, rv, best.w, w);
+            if (j >= 0) {
+                const EdgeKey k = pair_key(w, a.id, res_[static_cast<size_t>(j)].res.id);
+                if (k < best) best = k, tgt = j;
+            }
+        }
+        key_[static_cast<size_t>(v)] = best;
+        target_[static_cast<size_t>(v)] = tgt;
+        if (tgt < 0) key_[static_cast<size_t>(v)] = EdgeKey{};  // no edge: never the minimum of an open heap
+    }
+
+    // Walks v's cursor past residues of v's cluster; returns the first one outside within the
+    // radius (and no farther than `bound`), its distance in w, or -1. The cursor stays on it.
+    int32_t next_pair(int32_t v, int32_t rv, int64_t bound, int64_t& w_out) {
+        const Residue& a = res_[static_cast<size_t>(v)].res;
+        Cursor& cu = cursor_[static_cast<size_t>(v)];
+        const int64_t limit = std::min(radius_, bound);
+        for (; cu.w <= limit; ++cu.w, cu.k = 0, cu.s = 0) {
+            const int32_t positions = cu.w == 0 ? 1 : 4 * cu.w;
+            for (; cu.k < positions; ++cu.k, cu.s = 0) {
+                int64_t dr = 0, dc = 0;
+                if (cu.w > 0) {
+                    if (cu.k == 0) {
+                        dr = -cu.w;
+                    } else if (cu.k == positions - 1) {
+                        dr = cu.w;
+                    } else {
+                        const int64_t t = cu.k - 1;
+                        dr = -cu.w + 1 + t / 2;
+                        const int64_t rem = cu.w - std::abs(dr);
+                        dc = t % 2 == 0 ? -rem : rem;
+                    }
+                }
+                const int64_t r = a.r + dr, c = a.c + dc;
+                if (r < r0_ || r >= r0_ + rows_ || c < c0_ || c >= c0_ + cols_) continue;
+                const int64_t b = (r - r0_) * cols_ + (c - c0_);
+                if (!((bits_[static_cast<size_t>(b >> 6)] >> (b & 63)) & 1)) continue;
+                const int64_t id0 = residue_id(r, c, W_, 0);
+                const auto first = std::lower_bound(ids_.begin(), ids_.end(), id0);
+                for (auto it = first + cu.s; it != ids_.end() && *it < id0 + kMaxCharge; ++it, ++cu.s) {
+                    const int32_t j = static_cast<int32_t>(it - ids_.begin());
+                    if (j != v && find(j) != rv) {
+                        w_out = cu.w;
+                        return j;
+                    }
+                }
+            }
+        }
+        return -1;
     }
 
     std::span<const ClusterResidue> res_;
     int64_t H_, W_, radius_;
     int32_t n_, ground_ = 0;
     std::vector<int64_t> lake_ids_;
-    std::vector<int32_t> parent_, size_, next_;
+    std::vector<int32_t> parent_, size_;
     std::vector<int64_t> charge_;
-    std::vector<int64_t> adj_start_, cursor_;
-    std::vector<int32_t> adj_, scratch_;
-    std::vector<Residue> plain_;
-    ResidueGrid grid_;
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> pq_;
+    // Per node (residues, then lakes): its best edge, the heap links, the cluster's heap top.
+    std::vector<EdgeKey> key_;
+    std::vector<int32_t> target_, child_, sibling_, heap_, scratch_;
+    std::vector<Cursor> cursor_;
+    std::vector<int64_t> adj_start_, lake_cursor_;
+    std::vector<int32_t> adj_;
+    int64_t r0_ = 0, c0_ = 0, rows_ = 0, cols_ = 0;
+    std::vector<uint64_t> bits_;
+    std::vector<int64_t> ids_;
+    struct Top {
+        EdgeKey key;
+        int32_t root;
+        bool operator>(const Top& o) const { return o.key < key; }
+    };
+    std::priority_queue<Top, std::vector<Top>, std::greater<Top>> pq_;
 };
 
 }  // namespace
