@@ -168,10 +168,12 @@ class Tools:
         return sec, out, int(field(p.stdout, "residues")), "ok"
 
 
-def run_scene(tools, rows_out, scene, size, d, rows, cols, phase, coh, mask, gold_phase, gold_mask, truth):
+def run_scene(tools, rows_out, scene, size, d, rows, cols, phase, coh, mask, gold_phase, gold_mask, truth,
+              score_coh=None):
     """All three tools on one scene. phase/coh/mask: rasters for tessera (coh None = without
     coherence); gold_phase: raw float32 for goldstein (NaN where invalid or coherence < 0.3);
-    truth: raw float32 or None; the score masks coherence < 0.3 when coh is given."""
+    truth: raw float32 or None; the score masks coherence < 0.3 of score_coh (default: coh)."""
+    score_coh = score_coh or coh
     a = tools.a
     for tool, binary in (("tessera after", a.after), ("tessera before", a.before), ("goldstein", None)):
         tag = tool.replace(" ", "_")
@@ -184,7 +186,7 @@ def run_scene(tools, rows_out, scene, size, d, rows, cols, phase, coh, mask, gol
                    time_s=None if sec is None else round(sec, 3), status=status)
         if unw:
             if truth:
-                row.update(tools.score(unw, truth, rows, cols, coh))
+                row.update(tools.score(unw, truth, rows, cols, score_coh))
                 row["per_region_correct"] = row["correct"] / row["valid"] if row["valid"] else None
                 row["fraction_one_offset"] = row["one_offset"] / row["valid"] if row["valid"] else None
             elif binary is None:
@@ -227,7 +229,8 @@ def synth_scenes(tools, rows_out, work):
             for use_coh in (False, True):
                 run_scene(tools, rows_out, case, f"{n}²", d, n, n, wrapped,
                           os.path.join(d, "coh.f32") if use_coh else None, None,
-                          gold_coh if use_coh else os.path.join(d, "wrapped.f32"), None, truth)
+                          gold_coh if use_coh else os.path.join(d, "wrapped.f32"), None, truth,
+                          score_coh=os.path.join(d, "coh.f32"))
             shutil.rmtree(d)
 
 
@@ -369,8 +372,9 @@ def main():
         f"`bench/goldstein_ref` (one thread, default max box 60)",
         "",
         "tessera runs `unwrap -q` with its defaults (tile 512, min component size 100); \"coherence yes\": "
-        f"`--coherence C --min-coherence {MIN_COH}`, and pixels with coherence < {MIN_COH} leave the score "
-        "and are NaN in goldstein's input. Synthetic scenes: `tessera synth` seeds "
+        f"`--coherence C --min-coherence {MIN_COH}` (and NaN in goldstein's input there). In the synthetic "
+        f"scenes pixels with coherence < {MIN_COH} (pure noise: no unwrapper can get them right) leave the "
+        "score in both runs; only the unwrapper's input differs. Synthetic scenes: `tessera synth` seeds "
         + ", ".join(f"{k} {v}" for k, v in SEEDS.items() if k != "lakes")
         + f"; lakes: the bowl case (seed {SEEDS['lakes']}) with a `--mask` of three discs of 0 "
         "(radii 0.12, 0.06, 0.05 of the side) in the middle, uniform noise as the phase under them, truth "
