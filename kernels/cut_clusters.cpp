@@ -9,6 +9,8 @@
 #include "kernels/cut_clusters.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstdlib>
 #include <queue>
 
@@ -23,6 +25,8 @@ namespace {
 struct Cursor {
     int32_t w = 0, k = 0, s = 0;
 };
+
+inline constexpr int32_t kPartial = -2;  // a node's key is a lower bound: its search goes on
 
 class Clusters {
 public:
@@ -65,18 +69,24 @@ public:
             }
             rows_ = r1 - r0_ + 1, cols_ = c1 - c0_ + 1;
             bits_.assign(static_cast<size_t>((rows_ * cols_ + 63) / 64), 0);
-            ids_.reserve(res.size());
-            for (const ClusterResidue& x : res) {
-                const int64_t b = (x.res.r - r0_) * cols_ + (x.res.c - c0_);
-                bits_[static_cast<size_t>(b >> 6)] |= uint64_t{1} << (b & 63);
-                ids_.push_back(x.res.id);
+            for (int32_t i = 0; i < n_; ++i) {
+                const Residue& x = res[static_cast<size_t>(i)].res;
+                const int64_t b = (x.r - r0_) * cols_ + (x.c - c0_);
+                const uint64_t bit = uint64_t{1} << (b & 63);
+                // Ids ascend in raster order, so occupied plaquettes come in bitmap order.
+                if (!(bits_[static_cast<size_t>(b >> 6)] & bit)) first_.push_back(i);
+                bits_[static_cast<size_t>(b >> 6)] |= bit;
             }
+            first_.push_back(n_);
+            word_rank_.resize(bits_.size());
+            int32_t acc = 0;
+            for (size_t w = 0; w < bits_.size(); ++w) word_rank_[w] = acc, acc += std::popcount(bits_[w]);
         }
     }
 
     void run(std::vector<Cut>& out, ClusterStats& st) {
         for (int32_t v = 0; v < ground_; ++v) {
-            refresh(v);
+            refresh(v, EdgeKey{});
             heap_[static_cast<size_t>(v)] = v;
             if (v < n_) offer(v);  // lakes start balanced: closed until an open cluster takes one
         }
@@ -89,13 +99,16 @@ public:
             const int32_t m = heap_[static_cast<size_t>(x)];
             const EdgeKey e = key_[static_cast<size_t>(m)];
             heap_[static_cast<size_t>(x)] = pop_min(m);
-            if (target_[static_cast<size_t>(m)] < 0) {  // a lake with no shore left outside
+            if (target_[static_cast<size_t>(m)] == -1) {  // a lake with no shore left outside
                 offer(x);
                 continue;
             }
-            const int32_t t = find(target_[static_cast<size_t>(m)]);
-            if (t == x) {  // the far end joined since: m's next edge
-                refresh(m);
+            const int32_t t = target_[static_cast<size_t>(m)] == kPartial ? x : find(target_[static_cast<size_t>(m)]);
+            if (t == x) {  // a lower bound (or the far end joined since): m's next edge, searched
+                           // no farther than the next key anywhere, which then comes first
+                EdgeKey bound = heap_[static_cast<size_t>(x)] >= 0 ? key_[static_cast<size_t>(heap_[static_cast<size_t>(x)])] : EdgeKey{};
+                if (!pq_.empty() && pq_.top().key < bound) bound = pq_.top().key;
+                refresh(m, bound);
                 heap_[static_cast<size_t>(x)] = meld(heap_[static_cast<size_t>(x)], m);
                 offer(x);
                 continue;
@@ -109,8 +122,9 @@ public:
                 out.push_back(make_pair_cut(res_[static_cast<size_t>(m)].res, res_[static_cast<size_t>(target_[static_cast<size_t>(m)])].res));
                 ++st.pairs;
             }
+            // m goes back with its old key, now a stale lower bound: it is searched again only
+            // if it tops an open cluster's heap (most members of closed clusters never are).
             const int32_t root = unite(x, t);
-            refresh(m);
             heap_[static_cast<size_t>(root)] = meld(heap_[static_cast<size_t>(root)], m);
             if (open(root)) offer(root);
         }
@@ -175,8 +189,9 @@ private:
         return h;
     }
 
-    // Node v's best edge leaving its cluster (v's heap key and target); unset when none.
-    void refresh(int32_t v) {
+    // Node v's best edge leaving its cluster, or a lower bound of it when that edge lies beyond
+    // `bound` (target kPartial: searched on when it tops its heap); target -1 when none.
+    void refresh(int32_t v, const EdgeKey& bound) {
         const int32_t rv = find(v);
         EdgeKey best{};
         int32_t tgt = -1;
@@ -203,24 +218,29 @@ private:
                     if (k < best && find(ln) != rv) best = k, tgt = ln;
                 }
             }
+            const int64_t need = std::min(radius_, best.w);  // pairs farther never win
             int64_t w = 0;
-            const int32_t j = next_pair(v, rv, best.w, w);
+            const int32_t j = next_pair(v, rv, std::min(need, bound.w), w);
             if (j >= 0) {
                 const EdgeKey k = pair_key(w, a.id, res_[static_cast<size_t>(j)].res.id);
                 if (k < best) best = k, tgt = j;
+            } else if (cursor_[static_cast<size_t>(v)].w <= need) {
+                best = EdgeKey{cursor_[static_cast<size_t>(v)].w, INT64_MIN, INT64_MIN}, tgt = kPartial;
             }
         }
         key_[static_cast<size_t>(v)] = best;
         target_[static_cast<size_t>(v)] = tgt;
-        if (tgt < 0) key_[static_cast<size_t>(v)] = EdgeKey{};  // no edge: never the minimum of an open heap
     }
 
-    // Walks v's cursor past residues of v's cluster; returns the first one outside within the
-    // radius (and no farther than `bound`), its distance in w, or -1. The cursor stays on it.
-    int32_t next_pair(int32_t v, int32_t rv, int64_t bound, int64_t& w_out) {
+    // Walks v's cursor past residues of v's cluster; returns the first one outside no farther
+    // than `limit`, its distance in w, or -1. The cursor stays on it.
+    int32_t next_pair(int32_t v, int32_t rv, int64_t limit, int64_t& w_out) {
         const Residue& a = res_[static_cast<size_t>(v)].res;
         Cursor& cu = cursor_[static_cast<size_t>(v)];
-        const int64_t limit = std::min(radius_, bound);
+        if (cu.w >= 1 && cu.k == 0 && cu.s == 0) {  // at a ring's start: jump over empty rings
+            const int64_t d = nearest_occupied(a.r, a.c, cu.w, limit);
+            if (d > cu.w) cu.w = static_cast<int32_t>(std::min<int64_t>(d, limit + 1));
+        }
         for (; cu.w <= limit; ++cu.w, cu.k = 0, cu.s = 0) {
             const int32_t positions = cu.w == 0 ? 1 : 4 * cu.w;
             for (; cu.k < positions; ++cu.k, cu.s = 0) {
@@ -240,17 +260,64 @@ private:
                 const int64_t r = a.r + dr, c = a.c + dc;
                 if (r < r0_ || r >= r0_ + rows_ || c < c0_ || c >= c0_ + cols_) continue;
                 const int64_t b = (r - r0_) * cols_ + (c - c0_);
-                if (!((bits_[static_cast<size_t>(b >> 6)] >> (b & 63)) & 1)) continue;
-                const int64_t id0 = residue_id(r, c, W_, 0);
-                const auto first = std::lower_bound(ids_.begin(), ids_.end(), id0);
-                for (auto it = first + cu.s; it != ids_.end() && *it < id0 + kMaxCharge; ++it, ++cu.s) {
-                    const int32_t j = static_cast<int32_t>(it - ids_.begin());
+                const uint64_t word = bits_[static_cast<size_t>(b >> 6)];
+                if (!((word >> (b & 63)) & 1)) continue;
+                // The plaquette's rank among occupied ones gives its residues [first, next first).
+                const int64_t k = word_rank_[static_cast<size_t>(b >> 6)] + std::popcount(word & ((uint64_t{1} << (b & 63)) - 1));
+                const int32_t end = first_[static_cast<size_t>(k) + 1];
+                for (int32_t j = first_[static_cast<size_t>(k)] + cu.s; j < end; ++j, ++cu.s)
                     if (j != v && find(j) != rv) {
                         w_out = cu.w;
                         return j;
                     }
-                }
             }
+        }
+        return -1;
+    }
+
+    // The smallest L1 distance d, from <= d <= limit, of an occupied plaquette from (r, c)
+    // (from >= 1), or limit + 1: two bit scans a row instead of a walk over every position.
+    int64_t nearest_occupied(int64_t r, int64_t c, int64_t from, int64_t limit) const {
+        int64_t best = limit + 1;
+        for (int64_t dr = -limit; dr <= limit; ++dr) {
+            const int64_t adr = std::abs(dr), y = r + dr;
+            if (adr >= best || y < r0_ || y >= r0_ + rows_) continue;
+            const int64_t m = std::max<int64_t>(from - adr, 0), span = best - 1 - adr;
+            if (m > span) continue;
+            const int64_t row = (y - r0_) * cols_ - c0_;  // bit of column x: row + x
+            const int64_t x_lo = std::max(c0_, c - span), x_hi = std::min(c0_ + cols_ - 1, c + span);
+            if (c + m <= x_hi) {  // right: first set bit in [c + m, x_hi]
+                const int64_t d = first_set(row + c + m, row + x_hi);
+                if (d >= 0) best = std::min(best, adr + m + d);
+            }
+            if (c - m >= x_lo) {  // left: last set bit in [x_lo, c - m]
+                const int64_t d = last_set(row + x_lo, row + c - m);
+                if (d >= 0) best = std::min(best, adr + m + d);
+            }
+        }
+        return best;
+    }
+    // Offset from b0 of the first set bit in [b0, b1], or -1.
+    int64_t first_set(int64_t b0, int64_t b1) const {
+        for (int64_t b = b0; b <= b1;) {
+            const uint64_t word = bits_[static_cast<size_t>(b >> 6)] >> (b & 63);
+            if (word) {
+                const int64_t at = b + std::countr_zero(word);
+                return at <= b1 ? at - b0 : -1;
+            }
+            b = (b | 63) + 1;
+        }
+        return -1;
+    }
+    // Offset back from b1 of the last set bit in [b0, b1], or -1.
+    int64_t last_set(int64_t b0, int64_t b1) const {
+        for (int64_t b = b1; b >= b0;) {
+            const uint64_t word = bits_[static_cast<size_t>(b >> 6)] << (63 - (b & 63));
+            if (word) {
+                const int64_t at = b - std::countl_zero(word);
+                return at >= b0 ? b1 - at : -1;
+            }
+            b = (b & ~int64_t{63}) - 1;
         }
         return -1;
     }
@@ -268,8 +335,9 @@ private:
     std::vector<int64_t> adj_start_, lake_cursor_;
     std::vector<int32_t> adj_;
     int64_t r0_ = 0, c0_ = 0, rows_ = 0, cols_ = 0;
-    std::vector<uint64_t> bits_;
-    std::vector<int64_t> ids_;
+    std::vector<uint64_t> bits_;       // plaquettes of the bounding box holding residues
+    std::vector<int32_t> word_rank_;   // occupied plaquettes before each bitmap word
+    std::vector<int32_t> first_;       // occupied plaquette -> its first residue (and n at the end)
     struct Top {
         EdgeKey key;
         int32_t root;
