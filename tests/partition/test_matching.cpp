@@ -195,6 +195,35 @@ TEST(Matching, LakesTakeChargeWithoutCuts) {
     EXPECT_EQ(cuts[1].side, kRight);
 }
 
+// Enough residues that one rank decides its classes apart on threads: the same cuts as one
+// serial call over all of them. Grounded lakes are rows r % 97 < 3 (a plaquette touches one
+// when its row r or r + 1 is such a row).
+TEST(Matching, ClassesOnThreadsGiveTheSerialCuts) {
+    const int64_t H = 700, W = 650;
+    const auto plain = random_residues(H, W, 9000, 11, true);
+    ASSERT_GT(plain.size(), 8000u);
+    auto lake_row = [](int64_t r) { return r % 97 < 3; };
+    std::vector<ClusterResidue> res;
+    for (const Residue& x : plain)
+        res.push_back({x, {lake_row(x.r) || lake_row(x.r + 1) ? int64_t{kGroundedLake} : kNoLake, kNoLake}});
+    const LakeView lakes{[&](int64_t r, int64_t) { return lake_row(r) ? kGroundedLake : kNoLake; },
+                         [](int64_t, int64_t) { return false; }};
+    Comm self(MPI_COMM_SELF);
+    RankGrid grid;
+    grid.tiles = TileGrid(H, W, 64);
+    for (int64_t R : {int64_t{4}, int64_t{16}}) {
+        std::vector<Cut> expect;
+        ClusterStats cs;
+        cut_clusters(res, H, W, R, expect, cs);
+        std::sort(expect.begin(), expect.end(), cut_order);
+        MatchStats st;
+        EXPECT_EQ(match_residues(plain, lakes, grid, R, self, st), expect) << "R " << R;
+        EXPECT_EQ(st.lake_joins, cs.lake_joins);
+        EXPECT_GT(cs.pairs, 1000);
+        EXPECT_GT(cs.lake_joins, 100);
+    }
+}
+
 TEST(Matching, GroundTieOrderIsTopBottomLeftRight) {
     EXPECT_EQ(ground_choice(2, 2, 6, 6).side, kTop);      // 3,3,3,3
     EXPECT_EQ(ground_choice(2, 1, 6, 6).side, kLeft);     // 3,3,2,4
