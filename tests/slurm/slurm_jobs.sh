@@ -4,7 +4,7 @@
 # CASE: same_as_mpirun | lookup | bad_input | scancel | scaling. Jobs are submitted from a
 # temporary directory outside the repository. Exit 77 (skip) only when SLURM is not installed.
 set -u
-case_=$1 cluster=$2 tessera=$3 h5_same=$4 mpirun=$5
+case_=$1 cluster=$2 tessera=$(realpath "$3") h5_same=$(realpath -m "$4") mpirun=$5
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 if [ ! -s "$cluster/slurm.conf" ]; then
@@ -78,11 +78,11 @@ same_as_mpirun)
 lookup)
   # The program found from the submit directory or PATH by a copy of the script that has no
   # build beside it, and a clear line when none is found. Small scene, 2 ranks.
-  mkdir -p "$d/scripts" "$d/bin" "$d/with_build/build" "$d/empty"
-  cp "$repo/jobs/slurm/unwrap_cpu.sbatch" "$d/scripts/"
+  mkdir -p "$d/x/y/scripts" "$d/bin" "$d/with_build/build" "$d/empty"   # no build two levels above the copy
+  cp "$repo/jobs/slurm/unwrap_cpu.sbatch" "$d/x/y/scripts/"
   ln -s "$tessera" "$d/with_build/build/tessera"
   ln -s "$tessera" "$d/bin/tessera"
-  script=$d/scripts/unwrap_cpu.sbatch
+  script=$d/x/y/scripts/unwrap_cpu.sbatch
   one() {  # name, dir, expect (COMPLETED, or FAILED with a line containing msg), msg, env...
     local name=$1 dir=$2 want=$3 msg=$4 job state code
     shift 4
@@ -144,8 +144,8 @@ scancel)
   read -r state code < <(wait_job "$job" 60)
   echo "scancel: job $job $state $code after $((($(date +%s%N) - t0) / 1000000)) ms; log:"; cat "tessera-$job.out"
   [ "$state" = CANCELLED ] || fail "job state $state, want CANCELLED"
-  for p in $pids; do
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  for p in $pids; do  # SLURM sends SIGKILL KillWait (10 s here) after SIGTERM
+    for _ in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     ! kill -0 "$p" 2>/dev/null || fail "process $p of job $job still runs"
   done
   left=$(find "$d" -name '*.tmp' -o -name 'out.h5*')
