@@ -76,6 +76,14 @@ def main():
                                  if kind == "srun" else ""), file=sys.stderr, flush=True)
     # srun may run the ranks on other nodes: the scenes then go where those see them.
     work = a.workdir or tempfile.mkdtemp(prefix="tessera_scaling_", dir=os.getcwd() if kind == "srun" else None)
+    try:
+        run_series(a, kind, work)
+    finally:
+        if not a.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def run_series(a, kind, work):
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     os.makedirs(work, exist_ok=True)
     rows = []
@@ -162,8 +170,6 @@ def main():
             print(f"plot: {a.out}.png", file=sys.stderr)
         except ImportError:
             print("no matplotlib: install python3-matplotlib for the plot", file=sys.stderr)
-    if not a.workdir:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

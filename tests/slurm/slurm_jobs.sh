@@ -160,6 +160,18 @@ scaling)
   grep -q "^launcher: srun (one job per point)" "$d/err" || fail "scaling.py did not pick srun"
   [ $((after - before)) -eq 2 ] || fail "want 2 SLURM jobs, the controller saw $((after - before))"
   grep -q "^| 1 | " "$d/strong.md" && grep -q "^| 2 | " "$d/strong.md" || fail "the table lacks a rank count"
+  [ -z "$(ls -d tessera_scaling_* 2>/dev/null)" ] || fail "the work directory was left"
+  # The batch version (8 GPUs by default): 2 ranks, and no GPU where the node has fewer than 2.
+  nogpu=()
+  ((gpus >= 2)) || nogpu=(--gpus-per-task=0)
+  job=$(TESSERA=$tessera submit --ntasks-per-node=2 --cpus-per-task=1 --time=5 "${nogpu[@]}" \
+        "$repo/jobs/slurm/strong_scaling.sbatch" --size 128 --ranks 1 2 --tile-size 64 --backend cpu) || fail "sbatch"
+  read -r state code < <(wait_job "$job" 100)
+  echo "strong_scaling.sbatch: job $job $state $code; log:"; cat "tessera-strong-$job.out"
+  [ "$state" = COMPLETED ] || fail "strong_scaling.sbatch: $state $code"
+  grep -q "^launcher: srun (steps of job $job)" "tessera-strong-$job.out" || fail "not steps of the job"
+  t=bench/results/strong_slurm.md   # under the submit directory
+  grep -q "^| 1 | " "$t" && grep -q "^| 2 | 1x2 | " "$t" || fail "$t lacks a rank count"
   [ -z "$(ls -d tessera_scaling_* 2>/dev/null)" ] || fail "the work directory was left" ;;
 *)
   echo "unknown case $case_"; exit 2 ;;
