@@ -64,6 +64,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=1, help="runs per point; the fastest is kept")
     ap.add_argument("--launcher", choices=["auto", "srun", "mpirun"], default="auto")
     ap.add_argument("--srun-args", default="", help='extra srun options, e.g. "--partition=gpu --gpus-per-task=1"')
+    ap.add_argument("--unwrap-args", default="", help='extra tessera unwrap options, e.g. "--device 0"')
     ap.add_argument("--tessera", default=os.environ.get("TESSERA") or os.path.join(ROOT, "build", "tessera"))
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--out", default=None, help="prefix of OUT.md and OUT.png")
@@ -100,7 +101,8 @@ def run_series(a, kind, work):
         for _ in range(a.repeat):
             out = os.path.join(work, f"out_{n}.h5")
             cmd = launcher(kind, n, a.threads, shlex.split(a.srun_args)) + [
-                a.tessera, "unwrap", "--tile-size", a.tile_size, "--backend", a.backend, scenes[side], out]
+                a.tessera, "unwrap", "--tile-size", a.tile_size, "--backend", a.backend] + shlex.split(a.unwrap_args) + [
+                scenes[side], out]
             t = time.perf_counter()
             p = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if p.returncode != 0:

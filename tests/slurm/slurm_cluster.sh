@@ -6,8 +6,8 @@
 # start exits 77 (CTest's skip) when they are not (jobs/setup.sh installs them), 1 when it fails.
 # Then: export SLURM_CONF=DIR/slurm.conf and use sbatch, srun, squeue, scancel, scontrol.
 # The node is this machine's cores (at least 2 declared), one partition "debug" (the default),
-# MpiDefault=pmix (Open MPI under srun). Where `nvidia-smi -L` lists GPUs the node gets GRES
-# gpu:N (so --gpus-per-task works); without GPUs it has none and sbatch refuses GPU requests.
+# MpiDefault=pmix (Open MPI under srun). Where the machine has NVIDIA GPUs (/dev/nvidiaN) the
+# node gets GRES gpu:N (so --gpus-per-task works); without, none, and sbatch refuses GPU requests.
 # The ports are free ones picked at start, so several such clusters can run side by side.
 set -uo pipefail
 cmd=${1:-}
@@ -21,11 +21,21 @@ have_programs() {
   [ -e /usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix.so ] || ls /usr/lib/*/slurm-wlm/mpi_pmix.so >/dev/null 2>&1
 }
 
-free_port() {  # a TCP port nobody listens on, from a range SLURM's defaults (6817/6818) avoid
-  local p
-  for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 20000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+used_ports() {  # every local TCP port in use (listening or not), from /proc/net/tcp{,6}
+  awk 'NR > 1 {split($2, a, ":"); print strtonum("0x" a[2])}' /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -un
+}
+
+pick_ports() {  # sets ctld_port, slurmd_port, srun_lo: a free block of 210 ports below the ephemeral range
+  local lo hi used p
+  read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+  hi=$((lo - 300))
+  ((hi > 10300)) || hi=30000
+  used=" $(used_ports | tr '\n' ' ') "
+  for _ in $(seq 100); do
+    p=$((10000 + RANDOM % (hi - 10000)))
+    local ok=1 q
+    for q in $(seq "$p" $((p + 209))); do [[ "$used" == *" $q "* ]] && { ok=0; break; }; done
+    ((ok)) && { ctld_port=$p slurmd_port=$((p + 1)) srun_lo=$((p + 10)); return 0; }
   done
   return 1
 }
@@ -71,14 +81,22 @@ start)
   cpus=$(nproc)
   ((cpus >= 2)) || cpus=2
   mem=$(awk '/MemTotal/ {print int($2 / 1024 / 2)}' /proc/meminfo)
-  ctld_port=$(free_port) && slurmd_port=$(free_port) && srun_lo=$(free_port) || die "no free port"
+  # GPUs: the NVIDIA device files of this machine (a container may hold /dev/nvidia3 alone).
   gres="" gpus=0
-  if command -v nvidia-smi >/dev/null 2>&1; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU '); fi
-  if ((gpus > 0)); then
-    gres="Gres=gpu:$gpus"
-    echo "Name=gpu File=/dev/nvidia[0-$((gpus - 1))]" >"$dir/gres.conf"
-  fi
-  cat >"$dir/slurm.conf" <<EOF
+  : >"$dir/gres.conf"
+  for f in $(ls /dev/nvidia[0-9]* 2>/dev/null | sort -V); do
+    [[ "$f" =~ ^/dev/nvidia[0-9]+$ ]] && [ -c "$f" ] || continue
+    echo "Name=gpu File=$f" >>"$dir/gres.conf"
+    gpus=$((gpus + 1))
+  done
+  ((gpus == 0)) || gres="Gres=gpu:$gpus"
+  echo "cpus=$cpus gpus=$gpus" >"$dir/node"
+  export SLURM_CONF="$dir/slurm.conf"
+  # Ports: a free block, picked again (up to 5 times) when another program took one meanwhile.
+  up=0
+  for attempt in 1 2 3 4 5; do
+    pick_ports || die "no free ports"
+    cat >"$dir/slurm.conf" <<EOF
 # Written by tessera's tests/slurm/slurm_cluster.sh: a single-node SLURM for tests.
 ClusterName=tessera-test
 SlurmctldHost=$host(127.0.0.1)
@@ -119,9 +137,17 @@ $( ((gpus > 0)) && echo "GresTypes=gpu" )
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem $gres State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
-  echo "cpus=$cpus gpus=$gpus" >"$dir/node"
-  export SLURM_CONF="$dir/slurm.conf"
-  "$sbin/slurmctld" -i -f "$SLURM_CONF" || die "slurmctld did not start"
+    "$sbin/slurmctld" -i -f "$SLURM_CONF" || die "slurmctld did not start"
+    for _ in $(seq 100); do   # up to 10 s for it to answer
+      timeout 5 scontrol ping 2>/dev/null | grep -q UP && { up=1; break; }
+      [ -s "$dir/slurmctld.pid" ] && ! kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/null && break
+      sleep 0.1
+    done
+    ((up)) && break
+    echo "slurm_cluster: slurmctld did not come up on port $ctld_port (attempt $attempt)" >&2
+    stop_pid "$dir/slurmctld.pid"
+  done
+  ((up)) || die "slurmctld did not come up"
   "$sbin/slurmd" -f "$SLURM_CONF" || die "slurmd did not start"
   for _ in $(seq 300); do   # up to 30 s for the node to register and become idle
     state=$(sinfo -h -N -o %T 2>/dev/null | head -n 1)
