@@ -2,8 +2,12 @@
 """Strong- and weak-scaling studies of `tessera unwrap` (README "Scaling").
 
 Runs a series of rank counts, writes a markdown table and a PNG plot of wall time
-and parallel efficiency against ranks. Under SLURM (SLURM_JOB_ID set) it launches
-with srun, elsewhere with mpirun (--launcher overrides).
+and parallel efficiency against ranks. Inside a SLURM job (SLURM_JOB_ID set) each point
+is an srun step of that allocation; where a SLURM controller answers (sinfo) but outside
+a job, each point is its own srun job (the time then includes the allocation, and the
+scenes go into a directory under the current one, which the compute nodes must see;
+--srun-args adds e.g. "--partition=gpu --gpus-per-task=1"); elsewhere mpirun.
+--launcher overrides.
 
     python3 jobs/scaling.py --mode strong --size 8192 --ranks 1 2 4 --out bench/results/strong
     python3 jobs/scaling.py --mode weak --size 4096 --ranks 1 2 4 --out bench/results/weak
@@ -15,6 +19,7 @@ import math
 import os
 import platform
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -24,11 +29,25 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def launcher(kind, n, threads):
+def slurm_answers():
+    """srun is installed and a SLURM controller answers (sinfo)."""
+    if not (shutil.which("srun") and shutil.which("sinfo")):
+        return False
+    try:
+        return subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def pick_launcher(kind):
     if kind == "auto":
-        kind = "srun" if os.environ.get("SLURM_JOB_ID") else "mpirun"
+        kind = "srun" if os.environ.get("SLURM_JOB_ID") or slurm_answers() else "mpirun"
+    return kind
+
+
+def launcher(kind, n, threads, srun_args=()):
     if kind == "srun":
-        return ["srun", "-n", str(n), f"--cpus-per-task={threads}", "--cpu-bind=cores"]
+        return ["srun", "-n", str(n), f"--cpus-per-task={threads}", "--cpu-bind=cores"] + list(srun_args)
     env = ["-x", f"OMP_NUM_THREADS={threads}", "-x", "OMPI_ALLOW_RUN_AS_ROOT", "-x", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"]
     return ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(n)] + env
 
@@ -44,13 +63,29 @@ def main():
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--repeat", type=int, default=1, help="runs per point; the fastest is kept")
     ap.add_argument("--launcher", choices=["auto", "srun", "mpirun"], default="auto")
-    ap.add_argument("--tessera", default=os.path.join(ROOT, "build", "tessera"))
+    ap.add_argument("--srun-args", default="", help='extra srun options, e.g. "--partition=gpu --gpus-per-task=1"')
+    ap.add_argument("--unwrap-args", default="", help='extra tessera unwrap options, e.g. "--device 0"')
+    ap.add_argument("--tessera", default=os.environ.get("TESSERA") or os.path.join(ROOT, "build", "tessera"))
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--out", default=None, help="prefix of OUT.md and OUT.png")
     a = ap.parse_args()
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    work = a.workdir or tempfile.mkdtemp(prefix="tessera_scaling_")
+    kind = pick_launcher(a.launcher)
+    inside = os.environ.get("SLURM_JOB_ID")
+    print(f"launcher: {kind}" + ((f" (steps of job {inside})" if inside else " (one job per point)")
+                                 if kind == "srun" else ""), file=sys.stderr, flush=True)
+    # srun may run the ranks on other nodes: the scenes then go where those see them.
+    work = a.workdir or tempfile.mkdtemp(prefix="tessera_scaling_", dir=os.getcwd() if kind == "srun" else None)
+    try:
+        run_series(a, kind, work)
+    finally:
+        if not a.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def run_series(a, kind, work):
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     os.makedirs(work, exist_ok=True)
     rows = []
     scenes = {}
@@ -65,10 +100,13 @@ def main():
         best = None
         for _ in range(a.repeat):
             out = os.path.join(work, f"out_{n}.h5")
-            cmd = launcher(a.launcher, n, a.threads) + [a.tessera, "unwrap", "--tile-size", a.tile_size,
-                                                        "--backend", a.backend, scenes[side], out]
+            cmd = launcher(kind, n, a.threads, shlex.split(a.srun_args)) + [
+                a.tessera, "unwrap", "--tile-size", a.tile_size, "--backend", a.backend] + shlex.split(a.unwrap_args) + [
+                scenes[side], out]
             t = time.perf_counter()
-            p = subprocess.run(cmd, check=True, capture_output=True, text=True)
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if p.returncode != 0:
+                sys.exit(f"scaling: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()[-500:]}")
             wall = time.perf_counter() - t
             sent = int(re.search(r"most bytes sent by a rank (\d+)", p.stdout).group(1))
             grid = re.search(r"rank\(s\) as (\d+x\d+)", p.stdout).group(1)
@@ -134,8 +172,6 @@ def main():
             print(f"plot: {a.out}.png", file=sys.stderr)
         except ImportError:
             print("no matplotlib: install python3-matplotlib for the plot", file=sys.stderr)
-    if not a.workdir:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

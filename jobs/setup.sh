@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ make pkg-config python3 zlib1g-dev
           libgdal-dev gdal-bin libhdf5-openmpi-dev hdf5-tools libopenmpi-dev openmpi-bin
-          libcli11-dev libgtest-dev libfftw3-dev python3-matplotlib)
+          libcli11-dev libgtest-dev libfftw3-dev python3-matplotlib
+          slurm-wlm munge libpmix-dev)  # slurm-wlm munge libpmix-dev: the slurm test label (mpi_pmix_v4)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
