@@ -194,29 +194,8 @@ int main(int argc, char** argv) {
         label = read_raw<uint32_t>(labels_path, N);
     } else {
         // 4-connected components of finite unwrapped pixels, labels 1, 2, ...
-        label.assign(N, 0);
-        std::vector<size_t> stack;
-        uint32_t next = 0;
-        for (size_t s = 0; s < N; ++s) {
-            if (label[s] || !std::isfinite(unw[s])) continue;
-            label[s] = ++next;
-            stack.push_back(s);
-            while (!stack.empty()) {
-                const size_t k = stack.back();
-                stack.pop_back();
-                const size_t r = k / W, c = k % W;
-                auto visit = [&](size_t n) {
-                    if (!label[n] && std::isfinite(unw[n])) {
-                        label[n] = next;
-                        stack.push_back(n);
-                    }
-                };
-                if (c > 0) visit(k - 1);
-                if (c + 1 < size_t(W)) visit(k + 1);
-                if (r > 0) visit(k - W);
-                if (r + 1 < size_t(H)) visit(k + W);
-            }
-        }
+        std::vector<uint64_t> sizes;
+        label_regions(H, W, [&](size_t k) { return std::isfinite(unw[k]); }, label, sizes);
     }
 
     // (component, offset) for every valid pixel that can be right at all; sort and take the mode.
