@@ -67,65 +67,12 @@ struct DeviceRootRecord {
     uint32_t pad = 0;
 };
 
-// Matching phase A's rounds on the device (kernels/cuda/phase_a.cu; the host side is
-// kernels/cuda/phase_a_rounds.cpp). DeviceResidue is the byte image of tessera::Residue
-// (checked by a static_assert there), so residue arrays are copied as they are.
-struct DeviceResidue {
-    int64_t id = 0;
-    int32_t r = 0, c = 0, sign = 0, pad = 0;
-};
-inline constexpr int64_t kDeviceGroundId = INT64_MAX;   // tessera::kGroundId
-inline constexpr int64_t kDeviceNoWeight = INT64_MAX;   // tessera::kNoWeight
-inline constexpr int32_t kDevicePartnerGround = -1;     // tessera::kPartnerGround
-inline constexpr int32_t kDevicePartnerNone = -2;       // tessera::kPartnerNone
-inline constexpr int32_t kDevicePartnerUnsearched = -4; // tessera::kPartnerUnsearched
-
-// A tessera::ResidueGrid in device memory (the same cells; the order inside a cell is free,
-// the search being a minimum under a strict order).
-struct DeviceResidueGrid {
-    int64_t row0 = 0, col0 = 0, rows = 0, cols = 0;  // the area (pixels)
-    int64_t cell = 1, crows = 0, ccols = 0;
-    int32_t* start = nullptr;  // crows * ccols + 1
-    int32_t* items = nullptr;  // one per residue inside the area
-};
-
-// Every residue's phase A state (n residues, all device memory).
-struct DevicePhaseA {
-    int64_t n = 0;
-    const DeviceResidue* res = nullptr;  // sorted by id
-    const uint8_t* owned = nullptr;
-    uint8_t* matched = nullptr;
-    int32_t* partner = nullptr;   // candidate: index, ground, none or unsearched
-    int32_t* mate = nullptr;      // accepted partner: index, ground or none
-    uint8_t* accepted = nullptr;  // decided since the last commit
-};
-
-// Bytes of scratch build_residue_grid needs for `cells` cells.
-size_t residue_grid_scratch_bytes(int64_t cells);
-// Bins the residues inside the grid's area: counts per cell, an exclusive scan into start,
-// then the items. cursor: crows*ccols + 1 ints; scratch: residue_grid_scratch_bytes.
-void build_residue_grid(const DeviceResidue* res, int64_t n, const DeviceResidueGrid& g, int32_t* cursor,
-                        void* scratch, size_t scratch_bytes, cudaStream_t s);
-// Every residue free, partner unsearched, mate none.
-void phase_a_reset(const DevicePhaseA& st, cudaStream_t s);
-// (a) of a round: best_candidate() (kernels/cpu/residue_grid.cpp: the same rings, pruning,
-// EdgeKey order and ground rule) for every owned free residue whose partner is unsearched or
-// taken; adds the owned free residues with a partner to *active.
-void phase_a_search(const DevicePhaseA& st, const DeviceResidueGrid& g, int64_t limit, int64_t H, int64_t W,
-                    unsigned long long* active, cudaStream_t s);
-// (c) of a round: HostPhaseARounds::decide on the device.
-void phase_a_decide(const DevicePhaseA& st, bool halo, cudaStream_t s);
-void phase_a_commit(const DevicePhaseA& st, cudaStream_t s);
-// partner/matched of residues locals[k] (k < m) out of, or into, the state.
-void phase_a_export(const DevicePhaseA& st, const int32_t* locals, int64_t m, int32_t* partner, uint8_t* matched,
-                    cudaStream_t s);
-void phase_a_import(const DevicePhaseA& st, const int32_t* locals, int64_t m, const int32_t* partner,
-                    const uint8_t* matched, cudaStream_t s);
-
 // Charges of the plaquettes whose top-left pixel lies in `own` (rows < H-1, cols < W-1),
 // appended in raster order (so ids ascend). The plaquette index is
 // (r - own.row0) * pc + (c - own.col0) with pc = min(own.col0 + own.cols, W - 1) - own.col0.
 // `scratch` holds at least own.size() 64-bit words (the union-find nodes are reused).
+// compact_charges: those charges as PlaquetteCharge words in `scratch`; returns their number.
+int64_t compact_charges(const DeviceArrays& a, const Window& own, uint64_t* scratch, cudaStream_t s);
 void find_residues(const DeviceArrays& a, const Window& own, uint64_t* scratch, std::vector<PlaquetteCharge>& out,
                    cudaStream_t s);
 

@@ -1,7 +1,6 @@
 // Invalid-edge blocking and branch-cut rasterisation (ARCHITECTURE.md section 3) on the
 // device, a mirror of kernels/cpu/rasterise.cpp with the tile replaced by the own window.
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/device_matching.h"
 #include "kernels/cuda/kernels.h"
 
 namespace tessera::cuda {
@@ -125,47 +124,6 @@ __global__ void rasterise_kernel(DeviceArrays a, Window own, const DeviceCut* cu
         rasterise_ground(a, own, cut);
 }
 
-// rasterise_mates: residue i's accepted cut, built as make_pair_cut / make_ground_cut build it
-// (a pair once, at its lower-id end), or i into the leftovers. Counts are warp-aggregated.
-__global__ void mates_kernel(DeviceArrays a, Window own, DevicePhaseA st, DeviceResidue* leftovers,
-                             MatesSummary* summary) {
-    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    bool pair = false, ground = false, left = false;
-    if (i < st.n) {
-        const int32_t j = st.mate[i];
-        const DeviceResidue x = st.res[i];
-        if (j == kDevicePartnerGround) {
-            ground = true;
-            // ground_choice(r, c, H, W).side (kernels/residue.h): ties top, bottom, left, right.
-            int64_t w = int64_t{x.r} + 1;
-            int32_t side = 0;
-            if (a.H - 1 - x.r < w) w = a.H - 1 - x.r, side = 1;
-            if (int64_t{x.c} + 1 < w) w = int64_t{x.c} + 1, side = 2;
-            if (a.W - 1 - x.c < w) side = 3;
-            rasterise_ground(a, own, DeviceCut{x.r, x.c, x.r, x.c, side});
-        } else if (j >= 0) {
-            const DeviceResidue y = st.res[j];
-            if (x.id < y.id) {
-                pair = true;
-                rasterise_pair(a, own, DeviceCut{x.r, x.c, y.r, y.c, -1});
-            }
-        } else {
-            left = true;
-        }
-    }
-    const unsigned lane = threadIdx.x & 31;
-    const unsigned bp = __ballot_sync(0xffffffffu, pair), bg = __ballot_sync(0xffffffffu, ground);
-    const unsigned bl = __ballot_sync(0xffffffffu, left);
-    unsigned long long base = 0;
-    if (lane == 0) {
-        if (bp) atomicAdd(&summary->pairs, static_cast<unsigned long long>(__popc(bp)));
-        if (bg) atomicAdd(&summary->ground, static_cast<unsigned long long>(__popc(bg)));
-        if (bl) base = atomicAdd(&summary->leftovers, static_cast<unsigned long long>(__popc(bl)));
-    }
-    base = __shfl_sync(0xffffffffu, base, 0);
-    if (left) leftovers[base + __popc(bl & ((1u << lane) - 1u))] = st.res[i];
-}
-
 }  // namespace
 
 void block_invalid_edges(const DeviceArrays& a, const Window& own, bool flags_clear, cudaStream_t s) {
@@ -190,15 +148,6 @@ void rasterise_cuts(const DeviceArrays& a, const Window& own, const DeviceCut* d
     if (blocks > 0x7fffffff) throw std::runtime_error("rasterise_cuts: too many cuts");
     rasterise_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(a, own, d_cuts, n);
     check(cudaGetLastError(), "rasterise_cuts (launch)");
-}
-
-void rasterise_mates(const DeviceArrays& a, const Window& own, const DevicePhaseA& st, DeviceResidue* leftovers,
-                     MatesSummary* summary, cudaStream_t s) {
-    if (st.n <= 0) return;
-    constexpr int kThreads = 128;
-    const int64_t blocks = (st.n + kThreads - 1) / kThreads;
-    mates_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(a, own, st, leftovers, summary);
-    check(cudaGetLastError(), "rasterise_mates (launch)");
 }
 
 }  // namespace tessera::cuda

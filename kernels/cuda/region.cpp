@@ -13,11 +13,8 @@
 #include <mutex>
 
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/device_matching.h"
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/phase_a_rounds.h"
 #include "kernels/label_width.h"
-#include "partition/matching.h"
 #include "kernels/union_find.h"
 
 namespace tessera::cuda {
@@ -185,6 +182,14 @@ struct Region::Impl {
                           "copy device phase");
                 if (in->flags)
                     check(cudaMemcpyAsync(d.flags, in->flags, nb, cudaMemcpyDeviceToDevice, s), "copy device flags");
+                // The host flags must say what the device's do: the lakes are read from them
+                // (host_arrays(); docs/ARCHITECTURE.md section 3.1).
+                if (in->flags) {
+                    check(cudaMemcpyAsync(a.flags, in->flags, nb, cudaMemcpyDeviceToHost, s), "download device flags");
+                    check(cudaStreamSynchronize(s), "download device flags (sync)");
+                } else {
+                    std::memset(a.flags, 0, nb);
+                }
             } else {
                 check(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking), "cudaStreamCreate (copies)");
                 check(cudaEventCreateWithFlags(&flags_up, cudaEventDisableTiming), "cudaEventCreate");
@@ -395,7 +400,7 @@ Region::DeviceResult Region::device_result() const {
     return {m.d.phase + base, m.label, m.label_bytes, m.a.buf.cols, m.own.cols, m.s};
 }
 
-std::unique_ptr<PhaseARounds> Region::phase_a() { return make_device_phase_a(impl_->s); }
+const RegionArrays& Region::host_arrays() const { return impl_->a; }
 Region::~Region() = default;
 Region::Region(Region&&) noexcept = default;
 Region& Region::operator=(Region&&) noexcept = default;
@@ -456,72 +461,6 @@ void Region::place_cuts(std::span<const Cut> cuts) {
     block_invalid_edges(m.d, m.own, std::exchange(m.flags_clear, false), m.s);
     rasterise_host_cuts(m.d, m.own, cuts, m.s);
     m.download_cut_bits_async();
-}
-
-MatchStats Region::match_alone(int64_t max_distance, std::vector<Residue>* residues_out,
-                               const std::function<void(const char*)>& stage) {
-    Impl& m = *impl_;
-    const int64_t H = m.a.H, W = m.a.W, D = max_distance;
-    MatchStats st;
-    // The charges are compacted into the union-find words (free until union_find()).
-    const int64_t charged = compact_charges(m.d, m.own, m.nodes, m.s);
-    DeviceResidue* d_res_raw = nullptr;
-    st.residues = expand_residues(m.d, m.own, m.nodes, charged, &d_res_raw, m.s);
-    StreamBuffer<DeviceResidue> d_res(d_res_raw, m.s);  // until phase A takes it over
-    if (residues_out) {
-        residues_out->resize(static_cast<size_t>(st.residues));
-        if (st.residues > 0)
-            check(cudaMemcpyAsync(residues_out->data(), d_res.get(), static_cast<size_t>(st.residues) * sizeof(Residue),
-                                  cudaMemcpyDeviceToHost, m.s),
-                  "match_alone (download residues)");
-        check(cudaStreamSynchronize(m.s), "match_alone (residues)");
-    }
-    stage("residues");
-
-    m.need_flags();
-    block_invalid_edges(m.d, m.own, std::exchange(m.flags_clear, false), m.s);  // before any cut bit (place_cuts' order)
-    std::vector<Residue> left;
-    {
-        DevicePhaseARounds rounds(m.s);
-        // match_residues' area: the own window and D + 1 around it, inside the image.
-        const int64_t row0 = std::max<int64_t>(0, m.own.row0 - D - 1), col0 = std::max<int64_t>(0, m.own.col0 - D - 1);
-        const Window area{row0, col0, std::min(H, m.own.row0 + m.own.rows + D + 1) - row0,
-                          std::min(W, m.own.col0 + m.own.cols + D + 1) - col0};
-        rounds.bind_device(d_res.release(), st.residues, area, kPhaseACell, D, H, W);
-        while (rounds.search() > 0) {  // no halo: no exchange, no second decision
-            ++st.rounds;
-            rounds.decide(false);
-            rounds.commit();
-        }
-        StreamBuffer<DeviceResidue> d_left(static_cast<size_t>(st.residues), m.s, "match_alone (leftovers)");
-        StreamBuffer<MatesSummary> d_sum(1, m.s, "match_alone (summary)");
-        check(cudaMemsetAsync(d_sum.get(), 0, sizeof(MatesSummary), m.s), "match_alone (clear summary)");
-        rasterise_mates(m.d, m.own, rounds.state(), d_left.get(), d_sum.get(), m.s);
-        MatesSummary sum;
-        check(cudaMemcpyAsync(&sum, d_sum.get(), sizeof(sum), cudaMemcpyDeviceToHost, m.s), "match_alone (summary)");
-        check(cudaStreamSynchronize(m.s), "match_alone (mates)");
-        st.phase_a_pairs = static_cast<int64_t>(sum.pairs);
-        st.phase_a_ground = static_cast<int64_t>(sum.ground);
-        left.resize(static_cast<size_t>(sum.leftovers));
-        if (!left.empty()) {
-            check(cudaMemcpyAsync(left.data(), d_left.get(), left.size() * sizeof(Residue), cudaMemcpyDeviceToHost, m.s),
-                  "match_alone (download leftovers)");
-            check(cudaStreamSynchronize(m.s), "match_alone (leftovers)");
-        }
-    }
-    // Phase B on the host, as match_residues runs it.
-    std::sort(left.begin(), left.end(), [](const Residue& x, const Residue& y) { return x.id < y.id; });
-    st.leftovers = static_cast<int64_t>(left.size());
-    std::vector<int32_t> all(left.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i);
-    std::vector<Cut> cuts;
-    greedy_leftovers(left, all, H, W, cuts, st);
-    stage("matching");
-
-    rasterise_host_cuts(m.d, m.own, cuts, m.s);
-    m.download_cut_bits_async();
-    stage("rasterise");
-    return st;
 }
 
 RegionComponents Region::union_find() {

@@ -19,9 +19,7 @@
 
 #include "kernels/region.h"
 #include "kernels/residue.h"
-#include "kernels/phase_a.h"
 #include "kernels/types.h"
-#include "partition/matching.h"
 #include "partition/tile_grid.h"
 
 namespace tessera::cuda {
@@ -70,19 +68,8 @@ public:
     Region& operator=(const Region&) = delete;
 
     std::vector<Residue> find_residues();            // the own window's plaquettes, sorted by id
-    // Matching phase A's rounds on this Region's device and stream: the residues, their cell
-    // grid and the round state live in device memory from bind() until the object is
-    // destroyed, which must happen before the Region's. Same mates as HostPhaseARounds.
-    std::unique_ptr<PhaseARounds> phase_a();
+    const RegionArrays& host_arrays() const;        // the host arrays as filled (lakes read the flags)
     void place_cuts(std::span<const Cut> cuts);      // blocks unreliable edges, rasterises the cuts
-    // One rank alone (no halo, no exchange; ARCHITECTURE.md section 3): find_residues, matching
-    // within max_distance and place_cuts in one, the residues, phase A's rounds and its cuts on
-    // the device; only phase B's leftovers visit the host. The same cut bits and statistics as
-    // place_cuts(match_residues(find_residues(), ...)). `stage` is called after "residues",
-    // "matching" (phase A's cuts are rasterised there) and "rasterise" (phase B's);
-    // residues_out, if given, receives find_residues()'s list.
-    MatchStats match_alone(int64_t max_distance, std::vector<Residue>* residues_out,
-                           const std::function<void(const char*)>& stage);
     RegionComponents union_find();                   // one union-find over own; no constraints
     NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`
     std::vector<PixelState> strip(const Window& w) const;  // after union_find, w inside own, row-major

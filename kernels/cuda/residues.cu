@@ -1,6 +1,5 @@
 // Residue charges (ARCHITECTURE.md section 2) on the device: one thread per plaquette of the
 // own window, stream-compacted in raster order with cub::DeviceSelect::If.
-#include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -9,7 +8,6 @@
 #include <cstring>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/device_matching.h"
 #include "kernels/cuda/kernels.h"
 
 namespace tessera::cuda {
@@ -82,66 +80,5 @@ void find_residues(const DeviceArrays& a, const Window& own, uint64_t* scratch, 
     }
 }
 
-namespace {
-
-struct AbsCharge {
-    const uint64_t* charges;
-    __device__ int64_t operator()(int64_t k) const {
-        const int32_t q = dev::potential(charges[k]);
-        return q < 0 ? -q : q;
-    }
-};
-
-// Charge k's |q| unit residues from position end[k] - |q| on (end: inclusive scan of |q|).
-__global__ void expand_kernel(const uint64_t* __restrict__ charges, const int64_t* __restrict__ end, int64_t m,
-                              int64_t row0, int64_t col0, uint32_t pc, int64_t W, DeviceResidue* out) {
-    const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (k >= m) return;
-    const uint64_t w = charges[k];
-    const uint32_t li = dev::parent(w);
-    const int32_t q = dev::potential(w), n = q < 0 ? -q : q;
-    const int64_t r = row0 + li / pc, c = col0 + li % pc;
-    const int64_t id0 = (r * W + c) * kDeviceMaxCharge;  // residue_id(r, c, W, 0)
-    int64_t at = end[k] - n;
-    for (int32_t sub = 0; sub < n; ++sub, ++at)
-        out[at] = DeviceResidue{id0 + sub, static_cast<int32_t>(r), static_cast<int32_t>(c), q > 0 ? 1 : -1, 0};
-}
-
-}  // namespace
-
-int64_t expand_residues(const DeviceArrays& a, const Window& own, const uint64_t* charges, int64_t m,
-                        DeviceResidue** out, cudaStream_t s) {
-    *out = nullptr;
-    if (m <= 0) return 0;
-    const int64_t pc = std::min(own.col0 + own.cols, a.W - 1) - own.col0;
-    auto in = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), AbsCharge{charges});
-    size_t temp_bytes = 0;
-    check(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, in, static_cast<int64_t*>(nullptr), m, s),
-          "expand_residues (temp size)");
-    const size_t end_bytes = ((static_cast<size_t>(m) * sizeof(int64_t) + 255) / 256) * 256;
-    char* buf = nullptr;
-    check(cudaMallocAsync(reinterpret_cast<void**>(&buf), end_bytes + temp_bytes, s), "expand_residues (cudaMallocAsync)");
-    int64_t* end = reinterpret_cast<int64_t*>(buf);
-    cudaError_t e = cub::DeviceScan::InclusiveSum(buf + end_bytes, temp_bytes, in, end, m, s);
-    int64_t total = 0;
-    if (e == cudaSuccess) e = cudaMemcpyAsync(&total, end + (m - 1), sizeof(total), cudaMemcpyDeviceToHost, s);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-    if (e == cudaSuccess && total >= 0x7fffffff) {  // phase A indexes residues in 32 bits
-        (void)cudaFreeAsync(buf, s);
-        throw std::runtime_error("expand_residues: 2^31 residues or more in one region");
-    }
-    if (e == cudaSuccess) e = cudaMallocAsync(reinterpret_cast<void**>(out), static_cast<size_t>(total) * sizeof(DeviceResidue), s);
-    if (e == cudaSuccess) {
-        constexpr int kThreads = 256;
-        expand_kernel<<<static_cast<unsigned>((m + kThreads - 1) / kThreads), kThreads, 0, s>>>(
-            charges, end, m, own.row0, own.col0, static_cast<uint32_t>(pc), a.W, *out);
-        e = cudaGetLastError();
-    }
-    const cudaError_t ef = cudaFreeAsync(buf, s);
-    if (e != cudaSuccess && *out) (void)cudaFreeAsync(*out, s), *out = nullptr;
-    check(e, "expand_residues");
-    check(ef, "expand_residues (cudaFreeAsync)");
-    return total;
-}
 
 }  // namespace tessera::cuda
