@@ -134,7 +134,7 @@ def main():
 
         # Single frame: one process per stage.
         wh, _ = run([exe, "hologram", "-q", one, os.path.join(out, "p.tif")], e_all)
-        wu, _ = run([exe, "unwrap", "-q", "--from-hologram", one, os.path.join(out, "u.h5")], e_all)
+        wu, _ = run([exe, "unwrap", "-q", "--overwrite", "--from-hologram", one, os.path.join(out, "u.h5")], e_all)
         wb = None
         if has_bg:
             wb, _ = run([exe, "background", "-q", os.path.join(out, "u.h5"), os.path.join(out, "bg.h5")], e_all)
@@ -151,7 +151,7 @@ def main():
             for f in glob.glob(os.path.join(out, "frame_*")):
                 os.remove(f)
             wh, sh = run(pre + [exe, "hologram", pattern, out], env)
-            wu, so = run(pre + [exe, "unwrap", "--from-hologram", pattern, out], env)
+            wu, so = run(pre + [exe, "unwrap", "--overwrite", "--from-hologram", pattern, out], env)
             wb = None
             if has_bg:
                 # `background` takes one input: one process per frame, frames over np_ at a time.

@@ -65,7 +65,7 @@ def main():
         best = None
         for _ in range(a.repeat):
             out = os.path.join(work, f"out_{n}.h5")
-            cmd = launcher(a.launcher, n, a.threads) + [a.tessera, "unwrap", "--tile-size", a.tile_size,
+            cmd = launcher(a.launcher, n, a.threads) + [a.tessera, "unwrap", "--overwrite", "--tile-size", a.tile_size,
                                                         "--backend", a.backend, scenes[side], out]
             t = time.perf_counter()
             p = subprocess.run(cmd, check=True, capture_output=True, text=True)

@@ -360,7 +360,7 @@ void add_background_command(CLI::App& app) {
         ->check(CLI::Range(0, kMaxSurfaceDegree));
     sub->add_option("--mask", opt->mask, "raster of background pixels to fit (nonzero); default all valid pixels");
     auto* band =
-        sub->add_option("--band", opt->band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
+        sub->add_option("--band", opt->band, "band of IN (1-based)")->capture_default_str()->check(CLI::Range(1, 65535));
     auto* ds = sub->add_option("--dataset", opt->dataset, "dataset of an HDF5 IN (default unwrapped_phase)");
     band->excludes(ds);
     auto backend = std::make_shared<std::string>("auto");

@@ -298,7 +298,8 @@ CLI::App* add_hologram_command(CLI::App& app) {
         ->expected(2, -1);
     h->add_option("--carrier", s.carrier,
                   "ROW COL of the +1 order in the centred (fft-shifted) spectrum (default: detected)")
-        ->expected(2);
+        ->expected(2)
+        ->allow_extra_args(false);
     h->add_option("--dc-radius", s.opt.params.dc_exclusion,
                   "bins around the zero frequency never taken as the carrier (default min(rows,cols)/16)");
     h->add_option("--filter-radius", s.opt.params.filter_radius,
@@ -308,7 +309,7 @@ CLI::App* add_hologram_command(CLI::App& app) {
         ->check(CLI::IsMember({"circular", "hann"}));
     h->add_option("--reference", s.opt.reference,
                   "hologram recorded without the sample: its field is divided out (aberrations, carrier tilt)");
-    h->add_option("--band", s.opt.band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
+    h->add_option("--band", s.opt.band, "band of IN (1-based)")->capture_default_str()->check(CLI::Range(1, 65535));
     h->add_flag("--save-field", s.opt.save_field, "also write the field amplitude (<stem>_amplitude.tif)");
     h->add_flag("--compress", s.opt.compress, "DEFLATE the output GeoTIFFs");
     h->add_option("--backend", s.backend, "auto (CUDA when a GPU is visible) | cpu | cuda")
@@ -317,7 +318,7 @@ CLI::App* add_hologram_command(CLI::App& app) {
     h->add_option("--lanes", s.opt.lanes,
                   "frames in flight per rank, each lane with its own plan and buffers (CUDA: its own stream) "
                   "(default: 4 on the cuda backend, 1 on cpu; with --reference frames go one at a time)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 1024));
     h->add_flag("-q,--quiet", s.opt.quiet, "no report");
     return h;
 }
