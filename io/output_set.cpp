@@ -139,7 +139,9 @@ std::string create_temporary(const std::string& final_path) {
                                                    ? 0
                                                    : final_path.find_last_of('/'));
         if (dir.empty()) dir = final_path.find('/') == 0 ? "/" : ".";
-        if (e == ENOENT) throw InputError(final_path, "output directory '" + dir + "' does not exist");
+        struct stat st {};
+        if (e == ENOENT && stat(dir.c_str(), &st) != 0)
+            throw InputError(final_path, "output directory '" + dir + "' does not exist");
         if (e == ENOTDIR) throw InputError(final_path, "output directory '" + dir + "' is not a directory");
         throw InputError(final_path, "output directory '" + dir + "' is not writable (" + std::strerror(e) + ")");
     }

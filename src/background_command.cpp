@@ -227,7 +227,8 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
             out_h5 = true;
         else if (!has_suffix(opt.output, {".tif", ".tiff"}))
             throw InputError(opt.output, "output must end in .h5 (HDF5) or .tif (GeoTIFF)");
-        check_output_directory(opt.output);
+        // Never an input, only a regular file (issue 14); an existing one is replaced.
+        check_outputs({opt.output}, {opt.input, opt.mask}, /*overwrite=*/true);
         geo = input_georef(opt.input, info);
     });
     select_backend_device(opt.backend, mpi_comm);

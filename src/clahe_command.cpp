@@ -196,7 +196,8 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
             png = true;
         else if (!has_suffix(opt.output, {".tif", ".tiff"}))
             throw InputError(opt.output, "output must end in .png or .tif");
-        check_output_directory(opt.output);
+        // Never the input, only a regular file (issue 14); an existing one is replaced.
+        check_outputs({opt.output}, {opt.input}, /*overwrite=*/true);
         try {
             make_clahe_grid(in->info().rows, in->info().cols, p);
         } catch (const std::invalid_argument& e) {

@@ -174,6 +174,16 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
         std::string msg;
         try {
             if (!dir_mode && rank == 0) check_output_directory(opt.output);
+            if (rank == 0 && (!dir_mode || std::filesystem::is_directory(opt.output, ec))) {
+                // Never an input, never two outputs one file, only regular files (issue 14).
+                std::vector<std::string> all_outs, all_ins = inputs;
+                for (const auto& [phase, amplitude] : outs) {
+                    all_outs.push_back(phase);
+                    if (opt.save_field) all_outs.push_back(amplitude);
+                }
+                all_ins.push_back(opt.reference);
+                check_outputs(all_outs, all_ins, /*overwrite=*/true);
+            }
             if (opt.band < 1) throw InputError::everywhere("--band must be at least 1");
             check_hologram_backend(opt.backend);
             int device = -1;

@@ -127,20 +127,20 @@ std::string fmt(double v) {
     return b;
 }
 
-// A wrapped phase lies in [-pi, pi] (a little more for rounding): values that look like
-// degrees, [0, 2 pi) or cycles get a line saying so (section 7). lo/hi over the valid pixels.
+// A wrapped phase lies in [-pi, pi] or [0, 2 pi] (a little more for rounding): values that
+// look like degrees or cycles get a line saying so (section 7). lo/hi over the valid pixels.
 void check_phase_range(const std::string& path, double lo, double hi, int64_t valid) {
     constexpr double pi = std::numbers::pi, tol = 1e-3;
     const std::string seen = "values in [" + fmt(lo) + ", " + fmt(hi) + "]";
     const double big = std::max(std::fabs(lo), std::fabs(hi));
-    if (lo < -pi - tol || hi > pi + tol) {
+    // [0, 2 pi) is the other common convention (Ghiglia and Pritt's data): the residues and the
+    // integration see only wrapped differences, so it is accepted as it is.
+    const bool minus_pi_pi = lo >= -pi - tol && hi <= pi + tol, zero_two_pi = lo >= -tol && hi <= 2 * pi + tol;
+    if (!minus_pi_pi && !zero_two_pi) {
         if (big > 2 * pi + tol && big <= 360.0 + 0.5)
             throw InputError(path, seen + " look like degrees; tessera needs a wrapped phase in radians, "
-                                          "[-pi, pi] (multiply by pi/180)");
-        if (lo >= -tol && hi <= 2 * pi + tol)
-            throw InputError(path, seen + " look like a phase in [0, 2 pi); tessera needs a wrapped phase in "
-                                          "[-pi, pi] (subtract 2 pi from values above pi)");
-        throw InputError(path, seen + ": not a wrapped phase (expected radians in [-pi, pi])");
+                                          "[-pi, pi] or [0, 2 pi) (multiply by pi/180)");
+        throw InputError(path, seen + ": not a wrapped phase (expected radians in [-pi, pi] or [0, 2 pi))");
     }
     // Cycles: a whole image of wrapped phase never stays inside one radian, but fractions of a
     // cycle that span it fully are exactly that.

@@ -23,7 +23,8 @@ check "rank-grid" unwrap --rank-grid 2x2 "$d/bowl_wrapped.tif" "$d/o.h5"
 check missing unwrap --tile-size 16 "$d/bowl_wrapped.tif" "$d/missing/o.h5"
 # Issue 14: outputs refused on every rank before any work, inputs checked for what they claim.
 check "not a regular file" unwrap --overwrite --tile-size 16 "$d/bowl_wrapped.tif" /dev/null
-check "same file" unwrap --overwrite --tile-size 16 --geotiff "$d/bowl_coherence.tif" "$d/bowl_wrapped.tif" "$d/o.h5"
+check "same file" unwrap --overwrite --tile-size 16 --geotiff "$d/bowl_wrapped.tif" "$d/bowl_wrapped.tif" "$d/o.h5"
+check "same file" unwrap --overwrite --tile-size 16 --coherence "$d/bowl_coherence.tif" "$d/bowl_wrapped.tif" "$d/bowl_coherence.tif"
 check "[0, 1]" unwrap --tile-size 16 --min-coherence 2 "$d/bowl_wrapped.tif" "$d/o.h5"
 touch "$d/exists.h5"
 check "overwrite" unwrap --tile-size 16 --quicklook "$d/exists.h5" "$d/bowl_wrapped.tif" "$d/o.h5"

@@ -315,7 +315,10 @@ TEST_F(SafeOutputs, PhaseThatIsNotRadiansInMinusPiPi) {
                       pos = scaled("pos.tif", 1, pi);
     expect_refused(unwrap(deg + " " + (dir / "r.h5")), "degrees", {deg});
     expect_refused(unwrap(cyc + " " + (dir / "r.h5")), "cycles", {cyc});
-    expect_refused(unwrap(pos + " " + (dir / "r.h5")), "[0, 2 pi)", {pos});
+    const std::string wide = scaled("wide.tif", 1.5, 0);  // [-1.5 pi, 1.5 pi]: no convention
+    expect_refused(unwrap(wide + " " + (dir / "r.h5")), "not a wrapped phase", {wide});
+    // [0, 2 pi) (Ghiglia and Pritt's data) is a wrapped phase too: the same result as [-pi, pi].
+    EXPECT_EQ(run_tessera(unwrap(pos + " " + (dir / "pos.h5"))).exit_code, 0);
     EXPECT_FALSE(fs::exists(dir / "r.h5"));
 }
 
