@@ -249,6 +249,11 @@ int main(int argc, char** argv) {
             int rank = 0;
             MPI_Comm_rank(MPI_COMM_WORLD, &rank);
             if (!uo.quiet && rank == 0) print_report(uo, rep);
+            if (rank == 0 && rep.labelled == 0)  // a result, but an empty one: said even with -q
+                std::fprintf(stderr,
+                             "tessera: warning: %s: no pixel was labelled (every component is smaller than "
+                             "--min-component-size %lld, or below --min-coherence, or invalid)\n",
+                             uo.input.c_str(), static_cast<long long>(uo.min_component_size));
             if (rep.conflicts != 0) return fail("internal error: " + std::to_string(rep.conflicts) +
                                                     " union-find conflicts (please report this input)", 3);
         } else if (*hologram) {

@@ -139,6 +139,26 @@ TEST_F(SafeOutputs, OutputThatIsAnInputIsRefused) {
     EXPECT_FALSE(fs::exists(out));
 }
 
+TEST_F(SafeOutputs, TwoOutputsThatAreOneFileAreRefused) {
+    const std::string out = dir / "r.h5";
+    expect_refused(unwrap("--geotiff " + out + " " + in + " " + out), "two outputs", {});
+    fs::create_directory_symlink(dir.path(), dir / "again");
+    expect_refused(unwrap("--quicklook " + (dir / "again/r.h5") + " " + in + " " + out), "two outputs", {});
+    { std::ofstream(dir / "a.tif") << "old"; }
+    fs::create_hard_link(dir / "a.tif", dir / "b.png");
+    expect_refused(unwrap("--overwrite --geotiff " + (dir / "a.tif") + " --quicklook " + (dir / "b.png") + " " + in +
+                          " " + out),
+                   "same file as the output", {dir / "a.tif"});
+    EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(SafeOutputs, NoLabelledPixelIsReported) {
+    const auto r = run_tessera(unwrap("--min-component-size 100000 " + in + " " + (dir / "r.h5")));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("no pixel was labelled"), std::string::npos) << r.err;
+}
+
 // --- row 3: GDAL's HDF5:"file"://dataset and /vsi names --------------------------------------
 
 TEST_F(SafeOutputs, Hdf5SubdatasetAndVsiInputsAreSeenThrough) {
