@@ -227,8 +227,8 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
             out_h5 = true;
         else if (!has_suffix(opt.output, {".tif", ".tiff"}))
             throw InputError(opt.output, "output must end in .h5 (HDF5) or .tif (GeoTIFF)");
-        // Never an input, only a regular file (issue 14); an existing one is replaced.
-        check_outputs({opt.output}, {opt.input, opt.mask}, /*overwrite=*/true);
+        // Never an input, only a regular file, an existing one only with --overwrite (issue 14).
+        check_outputs({opt.output}, {opt.input, opt.mask}, opt.overwrite);
         geo = input_georef(opt.input, info);
     });
     select_backend_device(opt.backend, mpi_comm);
@@ -369,6 +369,7 @@ void add_background_command(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     sub->add_flag("-q,--quiet", opt->quiet, "no summary");
+    sub->add_flag("--overwrite", opt->overwrite, "replace output files that exist (regular files only; without it an existing output is an error)");
     sub->callback([opt, backend] {
         run_guarded([&] {
             opt->backend = parse_backend(*backend);

@@ -196,8 +196,8 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
             png = true;
         else if (!has_suffix(opt.output, {".tif", ".tiff"}))
             throw InputError(opt.output, "output must end in .png or .tif");
-        // Never the input, only a regular file (issue 14); an existing one is replaced.
-        check_outputs({opt.output}, {opt.input}, /*overwrite=*/true);
+        // Never the input, only a regular file, an existing one only with --overwrite (issue 14).
+        check_outputs({opt.output}, {opt.input}, opt.overwrite);
         try {
             make_clahe_grid(in->info().rows, in->info().cols, p);
         } catch (const std::invalid_argument& e) {
@@ -334,6 +334,7 @@ void add_clahe_command(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     sub->add_flag("-q,--quiet", opt->quiet, "no summary");
+    sub->add_flag("--overwrite", opt->overwrite, "replace output files that exist (regular files only; without it an existing output is an error)");
     sub->callback([opt, tiles, range, backend] {
         run_guarded([&] {
             opt->backend = parse_backend(*backend);

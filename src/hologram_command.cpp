@@ -12,6 +12,7 @@
 #include "io/geotiff_writer.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
+#include "io/output_set.h"
 #include "src/batch.h"
 #include "src/rank_device.h"
 #include "src/frame_lanes.h"
@@ -182,7 +183,7 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
                     if (opt.save_field) all_outs.push_back(amplitude);
                 }
                 all_ins.push_back(opt.reference);
-                check_outputs(all_outs, all_ins, /*overwrite=*/true);
+                check_outputs(all_outs, all_ins, opt.overwrite);
             }
             if (opt.band < 1) throw InputError::everywhere("--band must be at least 1");
             check_hologram_backend(opt.backend);
@@ -228,8 +229,13 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
         const FrameWriter write = [&](int64_t i, const FrameView& v, double seconds) {
             const auto iu = static_cast<size_t>(i);
             const GeoRef geo = geo_of(info[iu], opt.compress);
-            write_geotiff_f32(outs[iu].first, v.rows, v.cols, v.u, geo, std::nullopt);
-            if (opt.save_field) write_geotiff_f32(outs[iu].second, v.rows, v.cols, v.amplitude, geo, std::nullopt);
+            OutputSet frame_outputs;  // phase and amplitude in place together or neither (issue 14)
+            {
+                CollectOutputs collect(frame_outputs);
+                write_geotiff_f32(outs[iu].first, v.rows, v.cols, v.u, geo, std::nullopt);
+                if (opt.save_field) write_geotiff_f32(outs[iu].second, v.rows, v.cols, v.amplitude, geo, std::nullopt);
+            }
+            frame_outputs.commit();
             record(&rec[iu * kRec], v.rows, v.cols, v.carrier, filter_radius(opt.params, v.rows, v.cols, v.carrier),
                    seconds);
         };
@@ -244,10 +250,15 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
             try {
                 demod->run(inputs[iu], f, opt.save_field);
                 const GeoRef geo = geo_of(f.info, opt.compress);
-                write_geotiff_f32(outs[iu].first, f.info.rows, f.info.cols, f.phase.data(), geo, std::nullopt);
-                if (opt.save_field)
-                    write_geotiff_f32(outs[iu].second, f.info.rows, f.info.cols, f.amplitude.data(), geo,
-                                      std::nullopt);
+                OutputSet frame_outputs;  // phase and amplitude in place together or neither (issue 14)
+                {
+                    CollectOutputs collect(frame_outputs);
+                    write_geotiff_f32(outs[iu].first, f.info.rows, f.info.cols, f.phase.data(), geo, std::nullopt);
+                    if (opt.save_field)
+                        write_geotiff_f32(outs[iu].second, f.info.rows, f.info.cols, f.amplitude.data(), geo,
+                                          std::nullopt);
+                }
+                frame_outputs.commit();
             } catch (const InputError& e) {
                 failures.add(i, e.what(), N > 1);
                 continue;
@@ -330,6 +341,7 @@ CLI::App* add_hologram_command(CLI::App& app) {
                   "(default: 4 on the cuda backend, 1 on cpu; with --reference frames go one at a time)")
         ->check(CLI::Range(1, 1024));
     h->add_flag("-q,--quiet", s.opt.quiet, "no report");
+    h->add_flag("--overwrite", s.opt.overwrite, "replace output files that exist (regular files only; without it an existing output is an error)");
     return h;
 }
 

@@ -28,7 +28,7 @@ for f in $ins; do
   done
 done
 mkdir -p $d/h4 $d/h1
-tessera hologram --backend cuda --lanes 4 $ins $d/h4 >/dev/null && tessera hologram --backend cuda --lanes 1 $ins $d/h1 >/dev/null
+tessera hologram --overwrite --backend cuda --lanes 4 $ins $d/h4 >/dev/null && tessera hologram --overwrite --backend cuda --lanes 1 $ins $d/h1 >/dev/null
 for f in $d/h4/*; do
   if cmp -s "$f" "$d/h1/$(basename "$f")"; then pass=$((pass+1)); else fail=$((fail+1)); echo "hologram $(basename "$f") differs"; fi
 done

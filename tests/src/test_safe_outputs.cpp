@@ -159,6 +159,26 @@ TEST_F(SafeOutputs, NoLabelledPixelIsReported) {
     EXPECT_NE(r.err.find("no pixel was labelled"), std::string::npos) << r.err;
 }
 
+// The other commands that write files: the same refusals, --overwrite for existing outputs.
+TEST_F(SafeOutputs, OtherCommandsNeverDestroyTheirInputs) {
+    const std::string truth = dir / "bowl_truth.tif";
+    expect_refused("background -q " + truth + " " + truth, "same file", {truth});
+    expect_refused("clahe -q --overwrite " + truth + " " + truth, "same file", {truth});
+    expect_refused("hologram -q --overwrite " + truth + " " + truth, "same file", {truth});
+    const std::string fifo = dir / "bg.fifo.tif";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+    expect_refused("background -q --overwrite " + truth + " " + fifo, "not a regular file", {fifo});
+    // An existing output: refused without --overwrite, replaced with it.
+    const std::string bg = dir / "bg.tif", cl = dir / "cl.tif";
+    ASSERT_EQ(run_tessera("background -q " + truth + " " + bg).exit_code, 0);
+    ASSERT_EQ(run_tessera("clahe -q " + truth + " " + cl).exit_code, 0);
+    expect_refused("background -q " + truth + " " + bg, "--overwrite", {bg});
+    expect_refused("clahe -q " + truth + " " + cl, "--overwrite", {cl});
+    EXPECT_EQ(run_tessera("background -q --overwrite " + truth + " " + bg).exit_code, 0);
+    EXPECT_EQ(run_tessera("clahe -q --overwrite " + truth + " " + cl).exit_code, 0);
+    EXPECT_TRUE(temporaries_in(dir.path().string()).empty());
+}
+
 // --- row 3: GDAL's HDF5:"file"://dataset and /vsi names --------------------------------------
 
 TEST_F(SafeOutputs, Hdf5SubdatasetAndVsiInputsAreSeenThrough) {
