@@ -311,7 +311,7 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
         register_temporary(tmp_path_);  // removed by this rank too on SIGTERM
     }
 
-    // 2. Create "<path>.tmp" collectively with the MPI-IO driver; one rank alone (a frame of a
+    // 2. Create the temporary (H5F_ACC_TRUNC on rank 0's empty file) collectively with the MPI-IO driver; one rank alone (a frame of a
     //    batch, a one-rank run) writes through the POSIX driver: no MPI-IO layer, chunks
     //    allocated as they are written.
     local = {};

@@ -203,7 +203,6 @@ struct RemoveOnExit {
         if (!path.empty()) {
             std::error_code ec;
             fs::remove(path, ec);
-            fs::remove(path + ".tmp", ec);
         }
     }
 };

@@ -153,7 +153,11 @@ void check_phase_range(const std::string& path, double lo, double hi, int64_t va
 
 std::string bytes_text(int64_t b) {
     char s[64];
-    std::snprintf(s, sizeof s, "%lld bytes (%.1f GiB)", static_cast<long long>(b), static_cast<double>(b) / (1 << 30));
+    const double d = static_cast<double>(b);
+    if (b >= (int64_t{1} << 30))
+        std::snprintf(s, sizeof s, "%lld bytes (%.1f GiB)", static_cast<long long>(b), d / (1 << 30));
+    else
+        std::snprintf(s, sizeof s, "%lld bytes (%.1f MiB)", static_cast<long long>(b), d / (1 << 20));
     return s;
 }
 

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -251,6 +252,42 @@ TEST_F(SafeOutputs, LateFailureKeepsThePreviousResults) {
     EXPECT_NE(snap(out).ino, old.ino);
     EXPECT_TRUE(fs::exists(png));
     EXPECT_TRUE(temporaries_in(dir.path().string()).empty());
+}
+
+// The real thing: the file system fills up while the GeoTIFF is written, after the HDF5 (a
+// small tmpfs; skipped where mounting is not allowed).
+TEST_F(SafeOutputs, DiskFullDuringTheGeotiffKeepsThePreviousResults) {
+    const std::string mnt = dir / "small";
+    fs::create_directory(mnt);
+    if (std::system(("mount -t tmpfs -o size=4m tmpfs " + mnt + " 2>/dev/null").c_str()) != 0)
+        GTEST_SKIP() << "cannot mount a tmpfs here";
+    struct Unmount {
+        std::string m;
+        ~Unmount() { std::system(("umount " + m).c_str()); }
+    } unmount{mnt};
+    ASSERT_EQ(run_tessera("synth --case topo --size 300x300 --seed 1 " + dir.path().string()).exit_code, 0);
+    const std::string topo = dir / "topo_wrapped.tif", out = mnt + "/r.h5", tif = mnt + "/r.tif";
+    ASSERT_EQ(run_tessera(unwrap("--geotiff " + tif + " " + topo + " " + out)).exit_code, 0);
+    // Leave room for the new HDF5 (as large as the old one) and a little, not for the GeoTIFF.
+    struct statvfs vs {};
+    ASSERT_EQ(statvfs(mnt.c_str(), &vs), 0);
+    const int64_t room = static_cast<int64_t>(fs::file_size(out)) + 64 * 1024;
+    const int64_t fill = static_cast<int64_t>(vs.f_bavail * vs.f_frsize) - room;
+    ASSERT_GT(fill, 0);
+    { std::ofstream(mnt + "/filler", std::ios::binary) << std::string(static_cast<size_t>(fill), 'x'); }
+    // The up-front space check is told there is room (as when another writer fills the disk
+    // meanwhile).
+    std::vector<Snapshot> before{snap(out), snap(tif)};
+    const auto r = run_tessera(unwrap("--overwrite --geotiff " + tif + " " + topo + " " + out),
+                               "TESSERA_TEST_AVAILABLE_DISK=1000000000000 timeout 60 ");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_EQ(r.err.find("ERROR 1"), std::string::npos) << r.err;
+    EXPECT_TRUE(same(before[0], snap(out))) << "the previous HDF5 changed";
+    EXPECT_TRUE(same(before[1], snap(tif))) << "the previous GeoTIFF changed";
+    EXPECT_TRUE(temporaries_in(mnt).empty());
+    // And the check before any work, with the real numbers: one line naming the bytes.
+    expect_refused(unwrap("--overwrite --geotiff " + tif + " " + topo + " " + out), "disk space", {out, tif});
 }
 
 // OutputSet: when one rename fails, the outputs already renamed get their old files back.
