@@ -1,9 +1,12 @@
 #include "io/output_path.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -151,6 +154,39 @@ void check_outputs(const std::vector<std::string>& outputs, const std::vector<st
         out_ids.push_back({st.st_dev, st.st_ino, out});
         check_output_directory(out);
         if (!overwrite) throw InputError(out, "exists; use --overwrite to replace it");
+    }
+}
+
+std::string bytes_text(int64_t b) {
+    char s[64];
+    const double d = static_cast<double>(b);
+    if (b >= (int64_t{1} << 30))
+        std::snprintf(s, sizeof s, "%lld bytes (%.1f GiB)", static_cast<long long>(b), d / (1 << 30));
+    else
+        std::snprintf(s, sizeof s, "%lld bytes (%.1f MiB)", static_cast<long long>(b), d / (1 << 20));
+    return s;
+}
+
+void check_disk_space(const std::vector<OutputNeed>& needs) {
+    std::vector<std::pair<dev_t, int64_t>> per_fs;  // outputs on one file system add up
+    for (const OutputNeed& n : needs) {
+        if (n.path.empty()) continue;
+        std::string dir = std::filesystem::path(n.path).parent_path().string();
+        if (dir.empty()) dir = ".";
+        struct statvfs vs {};
+        struct stat st {};
+        if (statvfs(dir.c_str(), &vs) != 0 || stat(dir.c_str(), &st) != 0) continue;
+        int64_t avail = static_cast<int64_t>(vs.f_bavail) * static_cast<int64_t>(vs.f_frsize);
+        if (const char* t = std::getenv("TESSERA_TEST_AVAILABLE_DISK")) avail = std::atoll(t);
+        int64_t total = n.bytes;
+        bool found = false;
+        for (auto& [dev, sum] : per_fs)
+            if (dev == st.st_dev) total = (sum += n.bytes), found = true;
+        if (!found) per_fs.push_back({st.st_dev, n.bytes});
+        if (total > avail)
+            throw InputError(n.path, "needs about " + bytes_text(total) + " of disk space" +
+                                         (total > n.bytes ? " (with the run's other outputs there)" : "") + ", " +
+                                         bytes_text(avail) + " available in " + dir);
     }
 }
 

@@ -1,5 +1,6 @@
 // Output paths: fail before any work when an output cannot or must not be written (section 7).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,5 +24,18 @@ std::string local_file_behind(const std::string& gdal_name);
 // `inputs` are GDAL dataset names (empty strings are skipped); so are empty outputs.
 void check_outputs(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs,
                    bool overwrite);
+
+// "N bytes (x.y MiB)" or "(x.y GiB)".
+std::string bytes_text(int64_t bytes);
+
+struct OutputNeed {
+    std::string path;
+    int64_t bytes;  // estimated size of the finished file
+};
+// Throws InputError naming the output whose file system (statvfs of its directory, the space
+// an unprivileged user may use) cannot hold it, with the outputs before it on the same file
+// system: "needs about N bytes of disk space, M bytes available in DIR". Outputs whose
+// directory cannot be examined are skipped. TESSERA_TEST_AVAILABLE_DISK overrides M (tests).
+void check_disk_space(const std::vector<OutputNeed>& needs);
 
 }  // namespace tessera

@@ -229,6 +229,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
             throw InputError(opt.output, "output must end in .h5 (HDF5) or .tif (GeoTIFF)");
         // Never an input, only a regular file, an existing one only with --overwrite (issue 14).
         check_outputs({opt.output}, {opt.input, opt.mask}, opt.overwrite);
+        check_disk_space({{opt.output, info.rows * info.cols * 4 + (1 << 20)}});  // float32, before deflate
         geo = input_georef(opt.input, info);
     });
     select_backend_device(opt.backend, mpi_comm);

@@ -198,6 +198,7 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
             throw InputError(opt.output, "output must end in .png or .tif");
         // Never the input, only a regular file, an existing one only with --overwrite (issue 14).
         check_outputs({opt.output}, {opt.input}, opt.overwrite);
+        check_disk_space({{opt.output, in->info().rows * in->info().cols * (p.out_bits / 8) + (1 << 20)}});
         try {
             make_clahe_grid(in->info().rows, in->info().cols, p);
         } catch (const std::invalid_argument& e) {

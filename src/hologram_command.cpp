@@ -185,6 +185,12 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
                 all_ins.push_back(opt.reference);
                 check_outputs(all_outs, all_ins, opt.overwrite);
             }
+            if (rank == 0 && !dir_mode) {  // one frame: its size is known (batches: per frame as written)
+                const RasterInfo ri = RasterReader(inputs[0], opt.band).info();
+                std::vector<OutputNeed> needs{{outs[0].first, ri.rows * ri.cols * 4 + (1 << 20)}};
+                if (opt.save_field) needs.push_back({outs[0].second, ri.rows * ri.cols * 4 + (1 << 20)});
+                check_disk_space(needs);
+            }
             if (opt.band < 1) throw InputError::everywhere("--band must be at least 1");
             check_hologram_backend(opt.backend);
             int device = -1;

@@ -151,47 +151,17 @@ void check_phase_range(const std::string& path, double lo, double hi, int64_t va
                                       "radians, [-pi, pi] (multiply by 2 pi)");
 }
 
-std::string bytes_text(int64_t b) {
-    char s[64];
-    const double d = static_cast<double>(b);
-    if (b >= (int64_t{1} << 30))
-        std::snprintf(s, sizeof s, "%lld bytes (%.1f GiB)", static_cast<long long>(b), d / (1 << 30));
-    else
-        std::snprintf(s, sizeof s, "%lld bytes (%.1f MiB)", static_cast<long long>(b), d / (1 << 20));
-    return s;
-}
 
 // Disk space (section 7): what the outputs need (uncompressed datasets at full size,
 // deflated ones at a quarter, the label dataset at one byte a pixel) against what the file
-// system of each output's directory has (statvfs, as an unprivileged user).
+// system of each output's directory has (io/output_path.h).
 void check_output_space(const UnwrapOptions& opt, int64_t pixels) {
-    struct Need {
-        std::string path;
-        int64_t bytes;
-    };
     const int64_t h5 = pixels * (opt.compress_phase > 0 ? 3 : 4) + pixels * 1 + (opt.save_cycles ? pixels : 0) +
                        (opt.save_residues ? pixels / 4 : 0) + (opt.save_cuts ? pixels / 4 : 0) + (1 << 20);
-    std::vector<Need> needs{{opt.output, h5}};
+    std::vector<OutputNeed> needs{{opt.output, h5}};
     if (!opt.geotiff.empty()) needs.push_back({opt.geotiff, pixels * 4 + (1 << 20)});
     if (!opt.quicklook.empty()) needs.push_back({opt.quicklook, 4 << 20});
-    // Outputs on one file system add up.
-    std::vector<std::pair<unsigned long, int64_t>> per_fs;
-    for (const Need& n : needs) {
-        std::string dir = std::filesystem::path(n.path).parent_path().string();
-        if (dir.empty()) dir = ".";
-        struct statvfs vs {};
-        if (statvfs(dir.c_str(), &vs) != 0) continue;
-        int64_t avail = static_cast<int64_t>(vs.f_bavail) * static_cast<int64_t>(vs.f_frsize);
-        if (const char* t = std::getenv("TESSERA_TEST_AVAILABLE_DISK")) avail = std::atoll(t);  // tests
-        int64_t total = n.bytes;
-        for (auto& [fsid, sum] : per_fs)
-            if (fsid == vs.f_fsid) total = (sum += n.bytes);
-        if (total == n.bytes) per_fs.push_back({vs.f_fsid, n.bytes});
-        if (total > avail)
-            throw InputError(n.path, "needs about " + bytes_text(total) + " of disk space" +
-                                         (total > n.bytes ? " (with the run's other outputs there)" : "") + ", " +
-                                         bytes_text(avail) + " available in " + dir);
-    }
+    check_disk_space(needs);
 }
 
 // Bytes available to this process: MemAvailable, or less under a cgroup memory limit.

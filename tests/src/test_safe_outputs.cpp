@@ -368,8 +368,12 @@ TEST_F(SafeOutputs, HugeVrtEndsInOneLineWithTheBytes) {
 }
 
 TEST_F(SafeOutputs, NoDiskSpaceEndsInOneLine) {
-    expect_refused(unwrap(in + " " + (dir / "r.h5")), "disk space", {}, "TESSERA_TEST_AVAILABLE_DISK=1000 ");
-    EXPECT_FALSE(fs::exists(dir / "r.h5"));
+    const std::string low = "TESSERA_TEST_AVAILABLE_DISK=1000 ";
+    expect_refused(unwrap(in + " " + (dir / "r.h5")), "disk space", {}, low);
+    expect_refused("background -q " + in + " " + (dir / "bg.h5"), "disk space", {}, low);
+    expect_refused("clahe -q " + in + " " + (dir / "c.png"), "disk space", {}, low);
+    expect_refused("hologram -q " + in + " " + (dir / "h.tif"), "disk space", {}, low);
+    for (const char* f : {"r.h5", "bg.h5", "c.png", "h.tif"}) EXPECT_FALSE(fs::exists(dir / f)) << f;
 }
 
 // --- rows 9 and 10: phase in degrees or cycles, coherence outside [0, 1] ---------------------
