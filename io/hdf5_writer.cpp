@@ -32,6 +32,7 @@
 #include "io/input_error.h"
 #include "io/output_set.h"
 #include "kernels/label_width.h"
+#include "partition/comm.h"
 
 namespace tessera {
 namespace {
@@ -293,6 +294,7 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
     Failure local;
     if (rank == 0) {
         std::string problem = check_output_dir(path_);
+        if (problem.empty() && path_.size() > 4000) problem = "path longer than 4000 characters";
         if (problem.empty()) {
             try {
                 tmp_path_ = create_temporary(path_);
@@ -304,10 +306,13 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
     }
     if (Failure f = agree(comm_, local)) throw_failure(f, path_);
     if (size > 1) {
-        int n = static_cast<int>(tmp_path_.size());
-        MPI_Bcast(&n, 1, MPI_INT, 0, comm_);
-        tmp_path_.resize(static_cast<size_t>(n));
-        MPI_Bcast(tmp_path_.data(), n, MPI_CHAR, 0, comm_);
+        // Rank 0's name to every rank (the agreement above: a name too long failed everywhere).
+        struct Name {
+            char text[4096];
+        } name{};
+        if (rank == 0) tmp_path_.copy(name.text, sizeof name.text - 1);
+        Comm(comm_).bcast(name, 0);
+        tmp_path_ = name.text;
         register_temporary(tmp_path_);  // removed by this rank too on SIGTERM
     }
 
