@@ -226,6 +226,19 @@ TEST_F(SafeOutputs, TwoRunsOnOneOutputLeaveACompleteFile) {
     EXPECT_EQ(info.exit_code, 0) << info.err;
     EXPECT_NE(info.out.find("unwrapped_phase"), std::string::npos);
     EXPECT_TRUE(temporaries_in(dir.path().string()).empty());
+    // Without --overwrite, on a fresh output: exactly one of two runs writes it, the other is
+    // refused up front or at its rename (never replacing the first's file).
+    for (int i = 0; i < 3; ++i) {
+        const std::string fresh = dir / ("fresh" + std::to_string(i) + ".h5");
+        const std::string one = std::string(TESSERA_EXE) + " unwrap -q " + in + " " + fresh + " 2>/dev/null";
+        const std::string two = "(" + one + "; echo $? >" + fresh + ".rc1) & (" + one + "; echo $? >" + fresh +
+                                ".rc2) & wait";
+        ASSERT_EQ(std::system(two.c_str()), 0);
+        const int rc1 = std::stoi(slurp(fresh + ".rc1")), rc2 = std::stoi(slurp(fresh + ".rc2"));
+        EXPECT_TRUE((rc1 == 0) != (rc2 == 0)) << rc1 << " " << rc2;
+        EXPECT_EQ(run_tessera("info " + fresh).exit_code, 0);
+    }
+    EXPECT_TRUE(temporaries_in(dir.path().string()).empty());
 }
 
 // --- row 6: a failure after the HDF5 is written never loses a previous result -----------------
