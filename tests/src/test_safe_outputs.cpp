@@ -473,6 +473,13 @@ TEST_F(SafeOutputs, InfoOnDamagedCopiesNeverCrashes) {
     EXPECT_NE(ok.out.find("software = tessera"), std::string::npos);
 }
 
+// When HDF5 itself crashes on a file, the child reading it dies, not tessera: one line.
+TEST_F(SafeOutputs, InfoSurvivesAReaderThatCrashes) {
+    const std::string good = dir / "good.h5";
+    ASSERT_EQ(run_tessera(unwrap(in + " " + good)).exit_code, 0);
+    expect_refused("info " + good, "damaged file (HDF5 crashed reading it)", {good}, "TESSERA_TEST_INFO_CRASH=1 ");
+}
+
 TEST_F(SafeOutputs, InfoIsLinearInAttributes) {
     // 20000 attributes on the root of a file written through the library.
     const std::string p = dir / "many.h5";
