@@ -7,6 +7,11 @@
 
 namespace tessera {
 
+// No raw messages from GDAL (its default error handler) or HDF5 (its automatic error stack
+// printing) on stderr: errors reach the user in tessera's one line. Called by main() and by
+// register_gdal_once().
+void quiet_library_messages();
+
 // GDALAllRegister once per process; compressed inputs decode on this rank's OpenMP
 // threads unless the user set GDAL_NUM_THREADS.
 void register_gdal_once();

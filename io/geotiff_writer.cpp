@@ -20,6 +20,7 @@
 
 #include "io/gdal_session.h"
 #include "io/input_error.h"
+#include "io/output_set.h"
 
 namespace tessera {
 
@@ -42,8 +43,9 @@ void check_output_dir(const std::string& path) {
     if (::access(dir.c_str(), W_OK | X_OK) != 0) {
         throw InputError(path, "output directory " + dir + " is not writable");
     }
-    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-        throw InputError(path, "output path is a directory");
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+        throw InputError(path, S_ISDIR(st.st_mode) ? "output path is a directory"
+                                                   : "output exists and is not a regular file");
     }
 }
 
@@ -62,11 +64,12 @@ void write_single_band(const std::string& path, int64_t rows, int64_t cols,
     check_output_dir(path);
     register_gdal_once();
 
-    const std::string tmp = path + ".tmp";
-    std::remove(tmp.c_str());  // a stale one from an earlier failed run
+    // A unique temporary created exclusively; renamed by finish() or by the run's OutputSet,
+    // removed on failure.
+    StagedFile staged(path);
+    const std::string tmp = staged.tmp();
 
     auto fail = [&](const std::string& problem, const QuietGdal& quiet) {
-        std::remove(tmp.c_str());
         std::string msg = problem;
         if (!quiet.message().empty()) msg += " (" + quiet.message() + ")";
         throw InputError(path, msg);
@@ -132,14 +135,8 @@ void write_single_band(const std::string& path, int64_t rows, int64_t cols,
         if (quiet.failed()) fail("write failed while closing", quiet);
     }
 
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int e = errno;
-        std::remove(tmp.c_str());
-        throw InputError(path, std::string("cannot rename the finished temporary file: ") +
-                                   std::strerror(e));
-    }
+    staged.finish();
 }
-
 }  // namespace
 
 void write_geotiff_f32(const std::string& path, int64_t rows, int64_t cols, const float* data,

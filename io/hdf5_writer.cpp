@@ -1,7 +1,8 @@
 // Parallel HDF5 result writer (ARCHITECTURE.md section 7): every rank writes its
 // own window of each dataset collectively into a chunked, shuffle+deflate
-// compressed dataset of "<path>.tmp"; commit() renames it to `path` only after
-// every rank closed the file successfully.
+// compressed dataset of a unique temporary "<path>.tmp.XXXXXX" (io/output_set.h: created
+// exclusively by rank 0, its name broadcast); commit() renames it to `path` only after every
+// rank closed the file successfully (or leaves it to the active OutputSet of rank 0).
 //
 // Error discipline: every failure is agreed on by all ranks of the communicator
 // (one MPI_Allreduce, plus a broadcast of the message on the failure path) before
@@ -29,7 +30,9 @@
 
 #include "io/chunk_deflate.h"
 #include "io/input_error.h"
+#include "io/output_set.h"
 #include "kernels/label_width.h"
+#include "partition/comm.h"
 
 namespace tessera {
 namespace {
@@ -143,7 +146,7 @@ bool mpi_usable() {
 // ---------------------------------------------------------------------------
 // Output directory check (rank 0 only)
 
-std::string check_output_dir(const std::string& path, const std::string& tmp_path) {
+std::string check_output_dir(const std::string& path) {
     namespace fs = std::filesystem;
     std::string dir = fs::path(path).parent_path().string();
     if (dir.empty()) dir = ".";
@@ -156,17 +159,10 @@ std::string check_output_dir(const std::string& path, const std::string& tmp_pat
     if (!S_ISDIR(st.st_mode)) return "output directory '" + dir + "' is not a directory";
     if (access(dir.c_str(), W_OK | X_OK) != 0)
         return "output directory '" + dir + "' is not writable";
-    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "is a directory";
-    // access() says yes to root on any directory that is not on a read-only
-    // file system (/proc, a chmod 000 directory): try creating the file itself.
-    FILE* probe = std::fopen(tmp_path.c_str(), "wb");
-    if (!probe) {
-        int e = errno;
-        if (e == EISDIR) return "'" + tmp_path + "' is a directory";
-        return "output directory '" + dir + "' is not writable (" + std::strerror(e) + ")";
-    }
-    std::fclose(probe);
-    std::remove(tmp_path.c_str());
+    if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        return S_ISDIR(st.st_mode) ? "is a directory" : "exists and is not a regular file";
+    // access() says yes to root on any directory that is not on a read-only file system
+    // (/proc, a chmod 000 directory): the temporary's exclusive creation is the real test.
     return {};
 }
 
@@ -281,7 +277,7 @@ std::string check_window(const std::string& name, const Window& own, const void*
 // Hdf5Writer
 
 Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int64_t cols)
-    : path_(path), tmp_path_(path + ".tmp"), comm_(comm), rows_(rows), cols_(cols) {
+    : path_(path), comm_(comm), rows_(rows), cols_(cols) {
     // Same arguments on every rank, so every rank throws here alike.
     if (rows <= 0 || cols <= 0)
         throw std::invalid_argument("Hdf5Writer: image size " + std::to_string(rows) + " x " +
@@ -293,15 +289,34 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
     MPI_Comm_size(comm_, &size);
     serial_ = size == 1;
 
-    // 1. Output directory (rank 0 decides, every rank throws the same).
+    // 1. Output directory and the temporary: rank 0 creates it exclusively (no link followed,
+    //    never another run's) and every rank learns its name.
     Failure local;
     if (rank == 0) {
-        std::string problem = check_output_dir(path_, tmp_path_);
+        std::string problem = check_output_dir(path_);
+        if (problem.empty() && path_.size() > 4000) problem = "path longer than 4000 characters";
+        if (problem.empty()) {
+            try {
+                tmp_path_ = create_temporary(path_);
+            } catch (const InputError& e) {
+                problem = std::string(e.what()).substr(path_.size() + 2);  // the problem part of "path: problem"
+            }
+        }
         if (!problem.empty()) local = {FailKind::kInput, problem};
     }
     if (Failure f = agree(comm_, local)) throw_failure(f, path_);
+    if (size > 1) {
+        // Rank 0's name to every rank (the agreement above: a name too long failed everywhere).
+        struct Name {
+            char text[4096];
+        } name{};
+        if (rank == 0) tmp_path_.copy(name.text, sizeof name.text - 1);
+        Comm(comm_).bcast(name, 0);
+        tmp_path_ = name.text;
+        register_temporary(tmp_path_);  // removed by this rank too on SIGTERM
+    }
 
-    // 2. Create "<path>.tmp" collectively with the MPI-IO driver; one rank alone (a frame of a
+    // 2. Create the temporary (H5F_ACC_TRUNC on rank 0's empty file) collectively with the MPI-IO driver; one rank alone (a frame of a
     //    batch, a one-rank run) writes through the POSIX driver: no MPI-IO layer, chunks
     //    allocated as they are written.
     local = {};
@@ -327,6 +342,7 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
         // and would hang on the ranks that failed, so it is left to MPI_Abort.
         file_ = -1;
         if (rank == 0) std::remove(tmp_path_.c_str());
+        unregister_temporary(tmp_path_);
         throw_failure(f, path_);
     }
 }
@@ -350,6 +366,7 @@ Hdf5Writer::~Hdf5Writer() {
         file_ = -1;
     }
     if (rank == 0) std::remove(tmp_path_.c_str());  // unlinking an open file is fine on POSIX
+    unregister_temporary(tmp_path_);
 }
 
 template <typename T>
@@ -547,11 +564,28 @@ void Hdf5Writer::commit() {
     }
     int rank = 0;
     MPI_Comm_rank(comm_, &rank);
-    if (rank == 0 && std::rename(tmp_path_.c_str(), path_.c_str()) != 0)
-        local = {FailKind::kRuntime, "cannot rename '" + tmp_path_ + "' to '" + path_ +
-                                         "': " + std::strerror(errno)};
+    // The run's OutputSet renames it with the run's other outputs; otherwise rank 0 does now.
+    OutputSet* set = OutputSet::active();
+    if (rank == 0) {
+        try {
+            if (set) {
+                set->adopt(path_, tmp_path_);
+            } else {
+                OutputSet own;
+                own.adopt(path_, tmp_path_);
+                own.commit();
+            }
+        } catch (const InputError& e) {
+            std::string m = e.what();
+            if (m.rfind(path_ + ": ", 0) == 0) m = m.substr(path_.size() + 2);
+            local = {FailKind::kInput, m};
+        }
+    } else {
+        unregister_temporary(tmp_path_);
+    }
     if (Failure f = agree(comm_, local)) {
         failed_together_ = true;
+        committed_ = true;  // rank 0's set removed the temporary
         throw_failure(f, path_);
     }
     committed_ = true;
@@ -608,6 +642,10 @@ std::string attribute_value(hid_t attr) {
     if (H5Sget_simple_extent_type(space.get()) == H5S_NULL) return "";
     hssize_t n = H5Sget_simple_extent_npoints(space.get());
     if (n <= 0) return "";
+    // Read only what a summary needs: a damaged or foreign file may declare anything.
+    const size_t type_size = H5Tget_size(type.get());
+    if (n > 4096 || type_size == 0 || type_size > 65536 || static_cast<size_t>(n) * type_size > (1u << 20))
+        return "<" + std::to_string(n) + " values of " + type_name(type.get()) + ">";
     const size_t count = static_cast<size_t>(n);
     std::string out;
     auto sep = [&](size_t i) { if (i) out += ", "; };
@@ -656,23 +694,41 @@ std::string attribute_value(hid_t attr) {
     }
 }
 
+constexpr hsize_t kMaxListed = 1000;  // attributes or datasets listed per object
+
+// Every attribute of `obj`, in the order they are stored (one pass: linear in their number).
 void describe_attributes(hid_t obj, const std::string& indent, std::string& out) {
-    H5O_info_t info{};
-    if (H5Oget_info2(obj, &info, H5O_INFO_NUM_ATTRS) < 0) return;
-    for (hsize_t i = 0; i < info.num_attrs; ++i) {
-        Handle a(H5Aopen_by_idx(obj, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT),
-                 H5Aclose);
-        if (!a.ok()) continue;
-        ssize_t len = H5Aget_name(a.get(), 0, nullptr);
-        std::string name(static_cast<size_t>(std::max<ssize_t>(len, 0)), '\0');
-        H5Aget_name(a.get(), name.size() + 1, name.data());
-        out += indent + name + " = " + attribute_value(a.get()) + "\n";
-    }
+    struct Acc {
+        const std::string* indent;
+        std::string* out;
+        hsize_t seen = 0;
+    } acc{&indent, &out};
+    hsize_t idx = 0;
+    H5Aiterate2(
+        obj, H5_INDEX_NAME, H5_ITER_NATIVE, &idx,
+        [](hid_t loc, const char* name, const H5A_info_t*, void* data) -> herr_t {
+            auto* a = static_cast<Acc*>(data);
+            if (++a->seen > kMaxListed) return 0;  // counted only
+            Handle attr(H5Aopen(loc, name, H5P_DEFAULT), H5Aclose);
+            *a->out += *a->indent + name + " = " + (attr.ok() ? attribute_value(attr.get()) : "<unreadable>") + "\n";
+            return 0;
+        },
+        &acc);
+    H5Eclear2(H5E_DEFAULT);
+    if (acc.seen > kMaxListed)
+        out += indent + "... and " + std::to_string(acc.seen - kMaxListed) + " more attributes\n";
+}
+
+// The root attribute "software" starts with "tessera".
+bool written_by_tessera(hid_t root) {
+    if (H5Aexists(root, "software") <= 0) return false;
+    Handle attr(H5Aopen(root, "software", H5P_DEFAULT), H5Aclose);
+    return attr.ok() && attribute_value(attr.get()).rfind("tessera", 0) == 0;
 }
 
 }  // namespace
 
-std::string describe_result(const std::string& path) {
+std::string describe_result(const std::string& path, bool tessera_only) {
     silence_hdf5();
     struct stat st {};
     if (stat(path.c_str(), &st) != 0) throw InputError(path, "no such file");
@@ -688,19 +744,34 @@ std::string describe_result(const std::string& path) {
     if (!file.ok()) throw InputError(path, hdf5_failure("cannot open the HDF5 file"));
     Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
     if (!root.ok()) throw InputError(path, hdf5_failure("cannot open the root group"));
+    if (tessera_only && !written_by_tessera(root.get())) {
+        H5Eclear2(H5E_DEFAULT);
+        throw InputError(path, "not a tessera result (no root attribute software = \"tessera ...\")");
+    }
 
+    // The root's links in their stored order (one pass), then each dataset's shape, type and
+    // attributes.
+    std::vector<std::string> names;
+    hsize_t links = 0, idx = 0;
+    struct Acc {
+        std::vector<std::string>* names;
+        hsize_t* links;
+    } acc{&names, &links};
+    if (H5Literate(
+            root.get(), H5_INDEX_NAME, H5_ITER_NATIVE, &idx,
+            [](hid_t, const char* name, const H5L_info_t*, void* data) -> herr_t {
+                auto* a = static_cast<Acc*>(data);
+                if (++*a->links <= kMaxListed) a->names->push_back(name);
+                return 0;
+            },
+            &acc) < 0 &&
+        names.empty())
+        throw InputError(path, hdf5_failure("cannot list the root group"));
     std::string out;
-    H5G_info_t ginfo{};
-    if (H5Gget_info(root.get(), &ginfo) < 0) throw InputError(path, hdf5_failure("cannot list the root group"));
-    for (hsize_t i = 0; i < ginfo.nlinks; ++i) {
-        ssize_t len = H5Lget_name_by_idx(root.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0,
-                                         H5P_DEFAULT);
-        if (len < 0) continue;
-        std::string name(static_cast<size_t>(len), '\0');
-        H5Lget_name_by_idx(root.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size() + 1,
-                           H5P_DEFAULT);
+    for (const std::string& name : names) {
+        if (H5Oexists_by_name(root.get(), name.c_str(), H5P_DEFAULT) <= 0) { H5Eclear2(H5E_DEFAULT); continue; }
         Handle obj(H5Oopen(root.get(), name.c_str(), H5P_DEFAULT), H5Oclose);
-        if (!obj.ok()) { H5Eclear2(H5E_DEFAULT); continue; }  // dangling link
+        if (!obj.ok()) { H5Eclear2(H5E_DEFAULT); continue; }  // dangling or damaged link
         if (H5Iget_type(obj.get()) != H5I_DATASET) continue;
         Handle type(H5Dget_type(obj.get()), H5Tclose);
         Handle space(H5Dget_space(obj.get()), H5Sclose);
@@ -708,6 +779,7 @@ std::string describe_result(const std::string& path) {
                (type.ok() ? type_name(type.get()) : "?") + "\n";
         describe_attributes(obj.get(), "    ", out);
     }
+    if (links > kMaxListed) out += "... and " + std::to_string(links - kMaxListed) + " more objects\n";
     describe_attributes(root.get(), "", out);
     H5Eclear2(H5E_DEFAULT);
     return out;

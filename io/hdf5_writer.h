@@ -20,8 +20,10 @@ struct Attribute {
 };
 
 // Every rank of `comm` constructs it with the same arguments (collective).
-// The file is created as "<path>.tmp" and only renamed to `path` by commit().
-// Destroying an uncommitted writer closes and removes the temporary file.
+// The file is created as a unique temporary "<path>.tmp.XXXXXX" (rank 0 creates it
+// exclusively, io/output_set.h) and only renamed to `path` by commit() -- or, when an
+// OutputSet is active on rank 0 (CollectOutputs), handed to it to be renamed with the run's
+// other outputs. Destroying an uncommitted writer closes and removes the temporary file.
 // Throws InputError(path, problem) if the output directory is missing or not writable.
 class Hdf5Writer {
 public:
@@ -57,10 +59,12 @@ public:
     // Root-file attributes; collective, same values on every rank.
     void write_attributes(const std::vector<Attribute>& attrs);
 
-    // Collective: close, and rank 0 renames "<path>.tmp" to path after every rank succeeded.
+    // Collective: close, and rank 0 renames the temporary to path after every rank succeeded
+    // (or hands it to rank 0's active OutputSet: then it stays at temporary_path()).
     void commit();
 
     const std::string& path() const { return path_; }
+    const std::string& temporary_path() const { return tmp_path_; }
 
 private:
     // src_elem: bytes of data's elements, narrower than T only where writes_own_chunks(own).
@@ -83,7 +87,10 @@ private:
 };
 
 // Summary of a result file for `tessera info`: datasets with shape and type,
-// and every root attribute, one per line.
-std::string describe_result(const std::string& path);
+// and every root attribute, one per line (at most 1000 of each listed; large attribute values
+// summarised, not read; linear in their number). tessera_only: refuse (InputError) a file
+// without the root attribute software = "tessera ...". HDF5 itself may crash on a damaged
+// file: `tessera info` calls this in a child process.
+std::string describe_result(const std::string& path, bool tessera_only = false);
 
 }  // namespace tessera

@@ -81,7 +81,7 @@ def main():
             out = os.path.join(d, "out.h5")
             # Decorrelated pixels (coherence < 0.2) are not integrated through (--min-coherence),
             # and leave the score for both unwrappers: pure noise has no right answer.
-            wall, rss, p = timed([a.tessera, "unwrap", "--tile-size", a.tile_size, "--coherence", coh,
+            wall, rss, p = timed([a.tessera, "unwrap", "--overwrite", "--tile-size", a.tile_size, "--coherence", coh,
                                   "--min-coherence", str(MIN_COH), wrapped, out])
             res = int(re.search(r"residues (\d+)", p.stdout).group(1))
             to_raw(f'HDF5:"{out}"://unwrapped_phase', os.path.join(d, "unw.f32"))

@@ -130,14 +130,14 @@ def main():
         out = os.path.join(d, "out")
         os.makedirs(out, exist_ok=True)
         e_all, e_one = env_threads(cores), env_threads(1)
-        run([exe, "hologram", "-q", one, os.path.join(out, "warm.tif")], e_all)  # page cache, GDAL plugins
+        run([exe, "hologram", "-q", "--overwrite", one, os.path.join(out, "warm.tif")], e_all)  # page cache, GDAL plugins
 
         # Single frame: one process per stage.
-        wh, _ = run([exe, "hologram", "-q", one, os.path.join(out, "p.tif")], e_all)
-        wu, _ = run([exe, "unwrap", "-q", "--from-hologram", one, os.path.join(out, "u.h5")], e_all)
+        wh, _ = run([exe, "hologram", "-q", "--overwrite", one, os.path.join(out, "p.tif")], e_all)
+        wu, _ = run([exe, "unwrap", "-q", "--overwrite", "--from-hologram", one, os.path.join(out, "u.h5")], e_all)
         wb = None
         if has_bg:
-            wb, _ = run([exe, "background", "-q", os.path.join(out, "u.h5"), os.path.join(out, "bg.h5")], e_all)
+            wb, _ = run([exe, "background", "-q", "--overwrite", os.path.join(out, "u.h5"), os.path.join(out, "bg.h5")], e_all)
         rows.append((n, "single frame, 1 process", 1 / wh, 1 / wu, 1 / (wu + wb) if wb else None, None))
         print(f"{n} single: hologram {wh:.3f} s, +unwrap {wu:.3f} s" + (f", background {wb:.3f} s" if wb else ""),
               file=sys.stderr, flush=True)
@@ -150,8 +150,8 @@ def main():
             pre = [] if np_ == 1 else [a.mpirun, "--oversubscribe", "-np", str(np_), "-x", "OMP_NUM_THREADS"]
             for f in glob.glob(os.path.join(out, "frame_*")):
                 os.remove(f)
-            wh, sh = run(pre + [exe, "hologram", pattern, out], env)
-            wu, so = run(pre + [exe, "unwrap", "--from-hologram", pattern, out], env)
+            wh, sh = run(pre + [exe, "hologram", "--overwrite", pattern, out], env)
+            wu, so = run(pre + [exe, "unwrap", "--overwrite", "--from-hologram", pattern, out], env)
             wb = None
             if has_bg:
                 # `background` takes one input: one process per frame, frames over np_ at a time.
@@ -159,7 +159,7 @@ def main():
                 procs = []
                 for i in range(a.batch):
                     h5 = os.path.join(out, f"frame_{i:04d}.h5")
-                    procs.append(subprocess.Popen([exe, "background", "-q", h5, h5[:-3] + "_bg.h5"], env=e_one,
+                    procs.append(subprocess.Popen([exe, "background", "-q", "--overwrite", h5, h5[:-3] + "_bg.h5"], env=e_one,
                                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
                     if len(procs) >= np_:
                         procs.pop(0).wait()

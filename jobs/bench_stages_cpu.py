@@ -184,11 +184,11 @@ def cli_times(build, size, workdir, repeats):
     run(["gdal_translate", "-q", "-ot", "UInt16", "-scale", "-a_nodata", "none", truth, u16])
     rows = []
     for name, cmd in [("tessera background --degree 3 (TIF -> H5)",
-                       [exe, "background", truth, os.path.join(workdir, "bg.h5"), "--degree", "3"]),
+                       [exe, "background", "--overwrite", truth, os.path.join(workdir, "bg.h5"), "--degree", "3"]),
                       ("tessera clahe --bits 16 (UInt16 TIF -> TIF)",
-                       [exe, "clahe", u16, os.path.join(workdir, "c16.tif"), "--bits", "16"]),
+                       [exe, "clahe", "--overwrite", u16, os.path.join(workdir, "c16.tif"), "--bits", "16"]),
                       ("tessera clahe (UInt16 TIF -> 8-bit PNG)",
-                       [exe, "clahe", u16, os.path.join(workdir, "c8.png")])]:
+                       [exe, "clahe", "--overwrite", u16, os.path.join(workdir, "c8.png")])]:
         best = None
         for _ in range(repeats):
             out = run(cmd).stdout

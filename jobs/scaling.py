@@ -101,8 +101,8 @@ def run_series(a, kind, work):
         for _ in range(a.repeat):
             out = os.path.join(work, f"out_{n}.h5")
             cmd = launcher(kind, n, a.threads, shlex.split(a.srun_args)) + [
-                a.tessera, "unwrap", "--tile-size", a.tile_size, "--backend", a.backend] + shlex.split(a.unwrap_args) + [
-                scenes[side], out]
+                a.tessera, "unwrap", "--overwrite", "--tile-size", a.tile_size, "--backend", a.backend] + \
+                shlex.split(a.unwrap_args) + [scenes[side], out]
             t = time.perf_counter()
             p = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if p.returncode != 0:

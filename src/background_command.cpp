@@ -227,7 +227,9 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
             out_h5 = true;
         else if (!has_suffix(opt.output, {".tif", ".tiff"}))
             throw InputError(opt.output, "output must end in .h5 (HDF5) or .tif (GeoTIFF)");
-        check_output_directory(opt.output);
+        // Never an input, only a regular file, an existing one only with --overwrite (issue 14).
+        check_outputs({opt.output}, {opt.input, opt.mask}, opt.overwrite);
+        check_disk_space({{opt.output, info.rows * info.cols * 4 + (1 << 20)}});  // float32, before deflate
         geo = input_georef(opt.input, info);
     });
     select_backend_device(opt.backend, mpi_comm);
@@ -360,7 +362,7 @@ void add_background_command(CLI::App& app) {
         ->check(CLI::Range(0, kMaxSurfaceDegree));
     sub->add_option("--mask", opt->mask, "raster of background pixels to fit (nonzero); default all valid pixels");
     auto* band =
-        sub->add_option("--band", opt->band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
+        sub->add_option("--band", opt->band, "band of IN (1-based)")->capture_default_str()->check(CLI::Range(1, 65535));
     auto* ds = sub->add_option("--dataset", opt->dataset, "dataset of an HDF5 IN (default unwrapped_phase)");
     band->excludes(ds);
     auto backend = std::make_shared<std::string>("auto");
@@ -368,6 +370,7 @@ void add_background_command(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     sub->add_flag("-q,--quiet", opt->quiet, "no summary");
+    sub->add_flag("--overwrite", opt->overwrite, "replace output files that exist (regular files only; without it an existing output is an error)");
     sub->callback([opt, backend] {
         run_guarded([&] {
             opt->backend = parse_backend(*backend);

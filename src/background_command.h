@@ -34,6 +34,7 @@ struct BackgroundOptions {
     int degree = 2;
     Backend backend = Backend::kCpu;  // the CLI resolves --backend auto (parse_backend)
     bool quiet = false;
+    bool overwrite = false;  // replace existing regular output files (--overwrite)
 };
 
 struct BackgroundReport {

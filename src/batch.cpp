@@ -22,6 +22,7 @@
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
+#include "io/output_set.h"
 #include "io/raster_reader.h"
 #include "src/frame_lanes.h"
 #include "src/hologram_command.h"
@@ -202,7 +203,6 @@ struct RemoveOnExit {
         if (!path.empty()) {
             std::error_code ec;
             fs::remove(path, ec);
-            fs::remove(path + ".tmp", ec);
         }
     }
 };
@@ -251,18 +251,23 @@ FrameTally unwrap_one_by_one(const RankFrames& f) {
         opt.quiet = true;
         opt.input = in;
         RemoveOnExit tmp;
+        OutputSet scratch;  // the demodulated phase: a unique temporary, removed, never renamed
         double holo_s = 0;
         try {
             if (f.demod) {
                 // Demodulated phase -> a temporary uncompressed GeoTIFF next to the output -> run_unwrap.
-                tmp.path = opt.output + ".wrapped.tmp.tif";
+                const std::string wrapped = opt.output + ".wrapped.tif";
                 f.demod->run(in, frame, false);
                 GeoRef geo;
                 geo.has_geotransform = frame.info.has_geotransform;
                 geo.geotransform = frame.info.geotransform;
                 geo.projection_wkt = frame.info.projection_wkt;
                 geo.compress = false;
-                write_geotiff_f32(tmp.path, frame.info.rows, frame.info.cols, frame.phase.data(), geo, std::nullopt);
+                {
+                    CollectOutputs into(scratch);
+                    write_geotiff_f32(wrapped, frame.info.rows, frame.info.cols, frame.phase.data(), geo, std::nullopt);
+                }
+                tmp.path = scratch.temporary_of(wrapped);
                 opt.input = tmp.path;
                 opt.band = 1;
                 holo_s = since(tf);
@@ -375,8 +380,17 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
                 throw InputError::everywhere(base.geotiff + ": --geotiff names one file; it cannot be used with " +
                                              std::to_string(N) + " inputs");
             if (rank == 0) {
-                if (!dir_mode) check_output_directory(out);
-                if (!base.geotiff.empty()) check_output_directory(base.geotiff);
+                // Outputs: never an input, never two of them one file, only regular files, existing
+                // ones only with --overwrite (section 7). A directory still to be created holds none.
+                std::vector<std::string> all_outs = outs, all_ins = inputs;
+                if (dir_mode && !fs::is_directory(out, ec)) all_outs.clear();
+                all_outs.push_back(base.geotiff);
+                all_ins.insert(all_ins.end(), {base.coherence, base.mask, frames.hologram_reference});
+                check_outputs(all_outs, all_ins, base.overwrite);
+                if (!(base.min_coherence >= 0.0 && base.min_coherence <= 1.0))
+                    throw InputError(base.coherence.empty() ? out : base.coherence,
+                                     "--min-coherence " + std::to_string(base.min_coherence) +
+                                         " is outside [0, 1] (coherence is a magnitude between 0 and 1)");
                 if (!base.coherence.empty()) RasterReader(base.coherence, 1);
                 if (!base.mask.empty()) RasterReader(base.mask, 1);
             }
@@ -493,6 +507,7 @@ void add_unwrap_batch_options(CLI::App* unwrap, UnwrapBatchCli& cli) {
                                 "IN are off-axis holograms: demodulate each (as `tessera hologram`), then unwrap");
     unwrap->add_option("--carrier", cli.carrier, "with --from-hologram: ROW COL of the +1 order (default: detected)")
         ->expected(2)
+        ->allow_extra_args(false)
         ->needs(fh);
     unwrap->add_option("--dc-radius", cli.dc_radius, "with --from-hologram: DC exclusion radius in bins")->needs(fh);
     unwrap->add_option("--filter-radius", cli.filter_radius, "with --from-hologram: sideband filter radius in bins")
@@ -509,7 +524,7 @@ void add_unwrap_batch_options(CLI::App* unwrap, UnwrapBatchCli& cli) {
                        "(CUDA: its own stream) (default: 4 on the cuda backend, 1 on cpu; ignored with the options "
                        "lanes do not provide: --hologram-reference, --coherence, --mask, --geotiff, --quicklook, "
                        "--save-*)")
-        ->check(CLI::PositiveNumber)
+        ->check(CLI::Range(1, 1024))
         ->needs(fh);
 }
 

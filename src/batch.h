@@ -109,7 +109,7 @@ struct UnwrapFrameReport {
 // Otherwise (per-frame path) each frame is run by one rank alone through
 // run_unwrap(opt, MPI_COMM_SELF); a hologram is first demodulated (HologramDemodulator,
 // frames.hologram and frames.hologram_reference) into a temporary wrapped-phase GeoTIFF next
-// to its output (<output>.wrapped.tmp.tif, removed afterwards).
+// to its output (a unique <output>.wrapped.tif.tmp.XXXXXX, removed afterwards).
 // A frame's result does not depend on the batch, the lanes or the ranks: the same bits as
 // one-by-one runs. Rank 0 prints one line per frame and the total frames/s unless base.quiet.
 // Errors as run_hologram (hologram_command.h): a frame that fails when processed leaves no

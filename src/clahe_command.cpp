@@ -22,6 +22,7 @@
 
 #include "io/gdal_session.h"
 #include "io/input_error.h"
+#include "io/output_set.h"
 #include "io/output_path.h"
 #include "io/raster_reader.h"
 #include "partition/comm.h"
@@ -110,9 +111,8 @@ void stream_bands_to_root(MPI_Comm comm, int64_t H, int64_t W, const void* own_d
 class TiffSink {
 public:
     TiffSink(const std::string& path, int64_t H, int64_t W, int bits, const GeoRef& geo)
-        : path_(path), tmp_(path + ".tmp"), H_(H), W_(W), type_(bits == 8 ? GDT_Byte : GDT_UInt16) {
+        : staged_(path), path_(path), tmp_(staged_.tmp()), H_(H), W_(W), type_(bits == 8 ? GDT_Byte : GDT_UInt16) {
         register_gdal_once();
-        std::remove(tmp_.c_str());
         QuietGdal quiet;
         GDALDriver* drv = GetGDALDriverManager()->GetDriverByName("GTiff");
         if (drv == nullptr) fail("GDAL has no GTiff driver", quiet);
@@ -155,9 +155,7 @@ public:
         QuietGdal quiet;
         ds_.reset();  // flushes
         if (!quiet.message().empty()) fail("cannot complete " + tmp_, quiet);
-        std::error_code ec;
-        std::filesystem::rename(tmp_, path_, ec);
-        if (ec) fail("cannot rename " + tmp_ + " (" + ec.message() + ")", quiet);
+        staged_.finish();  // unique temporary renamed into place
         done_ = true;
     }
 
@@ -167,6 +165,7 @@ private:
         if (!quiet.message().empty()) msg += " (" + quiet.message() + ")";
         throw InputError(path_, msg);
     }
+    StagedFile staged_;
     std::string path_, tmp_;
     int64_t H_, W_;
     GDALDataType type_;
@@ -197,7 +196,9 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
             png = true;
         else if (!has_suffix(opt.output, {".tif", ".tiff"}))
             throw InputError(opt.output, "output must end in .png or .tif");
-        check_output_directory(opt.output);
+        // Never the input, only a regular file, an existing one only with --overwrite (issue 14).
+        check_outputs({opt.output}, {opt.input}, opt.overwrite);
+        check_disk_space({{opt.output, in->info().rows * in->info().cols * (p.out_bits / 8) + (1 << 20)}});
         try {
             make_clahe_grid(in->info().rows, in->info().cols, p);
         } catch (const std::invalid_argument& e) {
@@ -323,9 +324,10 @@ void add_clahe_command(CLI::App& app) {
     sub->add_option("--bins", opt->params.nbins, "histogram bins 2..65536 (default 256 for 8-bit, 4096 for 16-bit)")
         ->check(CLI::Range(2, 65536));
     sub->add_option("--range", *range, "LO HI: value range (default: min and max of the valid pixels)")
-        ->expected(2);
+        ->expected(2)
+        ->allow_extra_args(false);
     auto* band =
-        sub->add_option("--band", opt->band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
+        sub->add_option("--band", opt->band, "band of IN (1-based)")->capture_default_str()->check(CLI::Range(1, 65535));
     auto* ds = sub->add_option("--dataset", opt->dataset, "dataset of an HDF5 IN (default unwrapped_phase)");
     band->excludes(ds);
     auto backend = std::make_shared<std::string>("auto");
@@ -333,6 +335,7 @@ void add_clahe_command(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     sub->add_flag("-q,--quiet", opt->quiet, "no summary");
+    sub->add_flag("--overwrite", opt->overwrite, "replace output files that exist (regular files only; without it an existing output is an error)");
     sub->callback([opt, tiles, range, backend] {
         run_guarded([&] {
             opt->backend = parse_backend(*backend);

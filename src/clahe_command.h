@@ -27,6 +27,7 @@ struct ClaheOptions {
     ClaheParams params;         // nbins <= 0: 256 for 8-bit, 4096 for 16-bit
     Backend backend = Backend::kCpu;  // the CLI resolves --backend auto (parse_backend)
     bool quiet = false;
+    bool overwrite = false;  // replace existing regular output files (--overwrite)
 };
 
 struct ClaheReport {

@@ -12,6 +12,7 @@
 #include "io/geotiff_writer.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
+#include "io/output_set.h"
 #include "src/batch.h"
 #include "src/rank_device.h"
 #include "src/frame_lanes.h"
@@ -174,6 +175,22 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
         std::string msg;
         try {
             if (!dir_mode && rank == 0) check_output_directory(opt.output);
+            if (rank == 0 && (!dir_mode || std::filesystem::is_directory(opt.output, ec))) {
+                // Never an input, never two outputs one file, only regular files (issue 14).
+                std::vector<std::string> all_outs, all_ins = inputs;
+                for (const auto& [phase, amplitude] : outs) {
+                    all_outs.push_back(phase);
+                    if (opt.save_field) all_outs.push_back(amplitude);
+                }
+                all_ins.push_back(opt.reference);
+                check_outputs(all_outs, all_ins, opt.overwrite);
+            }
+            if (rank == 0 && !dir_mode) {  // one frame: its size is known (batches: per frame as written)
+                const RasterInfo ri = RasterReader(inputs[0], opt.band).info();
+                std::vector<OutputNeed> needs{{outs[0].first, ri.rows * ri.cols * 4 + (1 << 20)}};
+                if (opt.save_field) needs.push_back({outs[0].second, ri.rows * ri.cols * 4 + (1 << 20)});
+                check_disk_space(needs);
+            }
             if (opt.band < 1) throw InputError::everywhere("--band must be at least 1");
             check_hologram_backend(opt.backend);
             int device = -1;
@@ -218,8 +235,13 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
         const FrameWriter write = [&](int64_t i, const FrameView& v, double seconds) {
             const auto iu = static_cast<size_t>(i);
             const GeoRef geo = geo_of(info[iu], opt.compress);
-            write_geotiff_f32(outs[iu].first, v.rows, v.cols, v.u, geo, std::nullopt);
-            if (opt.save_field) write_geotiff_f32(outs[iu].second, v.rows, v.cols, v.amplitude, geo, std::nullopt);
+            OutputSet frame_outputs;  // phase and amplitude in place together or neither (issue 14)
+            {
+                CollectOutputs collect(frame_outputs);
+                write_geotiff_f32(outs[iu].first, v.rows, v.cols, v.u, geo, std::nullopt);
+                if (opt.save_field) write_geotiff_f32(outs[iu].second, v.rows, v.cols, v.amplitude, geo, std::nullopt);
+            }
+            frame_outputs.commit();
             record(&rec[iu * kRec], v.rows, v.cols, v.carrier, filter_radius(opt.params, v.rows, v.cols, v.carrier),
                    seconds);
         };
@@ -234,10 +256,15 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
             try {
                 demod->run(inputs[iu], f, opt.save_field);
                 const GeoRef geo = geo_of(f.info, opt.compress);
-                write_geotiff_f32(outs[iu].first, f.info.rows, f.info.cols, f.phase.data(), geo, std::nullopt);
-                if (opt.save_field)
-                    write_geotiff_f32(outs[iu].second, f.info.rows, f.info.cols, f.amplitude.data(), geo,
-                                      std::nullopt);
+                OutputSet frame_outputs;  // phase and amplitude in place together or neither (issue 14)
+                {
+                    CollectOutputs collect(frame_outputs);
+                    write_geotiff_f32(outs[iu].first, f.info.rows, f.info.cols, f.phase.data(), geo, std::nullopt);
+                    if (opt.save_field)
+                        write_geotiff_f32(outs[iu].second, f.info.rows, f.info.cols, f.amplitude.data(), geo,
+                                          std::nullopt);
+                }
+                frame_outputs.commit();
             } catch (const InputError& e) {
                 failures.add(i, e.what(), N > 1);
                 continue;
@@ -298,7 +325,8 @@ CLI::App* add_hologram_command(CLI::App& app) {
         ->expected(2, -1);
     h->add_option("--carrier", s.carrier,
                   "ROW COL of the +1 order in the centred (fft-shifted) spectrum (default: detected)")
-        ->expected(2);
+        ->expected(2)
+        ->allow_extra_args(false);
     h->add_option("--dc-radius", s.opt.params.dc_exclusion,
                   "bins around the zero frequency never taken as the carrier (default min(rows,cols)/16)");
     h->add_option("--filter-radius", s.opt.params.filter_radius,
@@ -308,7 +336,7 @@ CLI::App* add_hologram_command(CLI::App& app) {
         ->check(CLI::IsMember({"circular", "hann"}));
     h->add_option("--reference", s.opt.reference,
                   "hologram recorded without the sample: its field is divided out (aberrations, carrier tilt)");
-    h->add_option("--band", s.opt.band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
+    h->add_option("--band", s.opt.band, "band of IN (1-based)")->capture_default_str()->check(CLI::Range(1, 65535));
     h->add_flag("--save-field", s.opt.save_field, "also write the field amplitude (<stem>_amplitude.tif)");
     h->add_flag("--compress", s.opt.compress, "DEFLATE the output GeoTIFFs");
     h->add_option("--backend", s.backend, "auto (CUDA when a GPU is visible) | cpu | cuda")
@@ -317,8 +345,9 @@ CLI::App* add_hologram_command(CLI::App& app) {
     h->add_option("--lanes", s.opt.lanes,
                   "frames in flight per rank, each lane with its own plan and buffers (CUDA: its own stream) "
                   "(default: 4 on the cuda backend, 1 on cpu; with --reference frames go one at a time)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 1024));
     h->add_flag("-q,--quiet", s.opt.quiet, "no report");
+    h->add_flag("--overwrite", s.opt.overwrite, "replace output files that exist (regular files only; without it an existing output is an error)");
     return h;
 }
 

@@ -84,6 +84,7 @@ struct HologramRunOptions {
     bool save_field = false;  // also write |field| as <stem>_amplitude.tif
     bool compress = false;    // DEFLATE the GeoTIFFs (a noisy phase deflates ~1.3x, slowly)
     bool quiet = false;
+    bool overwrite = false;  // replace existing regular output files (--overwrite)
     // kCuda: every rank demodulates on the GPU of its node-local rank (round-robin over the
     // node's GPUs: several ranks may share one, demodulation needs little GPU memory).
     Backend backend = Backend::kCpu;

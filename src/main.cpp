@@ -2,14 +2,22 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "io/gdal_session.h"
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
+#include "io/output_set.h"
 #include "src/background_command.h"
 #include "src/batch.h"
 #include "src/clahe_command.h"
@@ -34,9 +42,90 @@ int fail(const std::string& msg, int code, bool everywhere = false) {
         std::fprintf(stderr, "tessera: error (rank %d): %s\n", rank, msg.c_str());
     else
         std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
+    // MPI_Abort ends every rank (SIGTERM: their handlers remove their temporaries); this one's first.
+    tessera::remove_registered_temporaries();
     if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);  // one failing rank ends the job (section 7)
     MPI_Finalize();
     return code;
+}
+
+// "ROWSxCOLS", both whole numbers in 2..1000000; InputError saying what is wrong otherwise.
+std::pair<int64_t, int64_t> parse_size(const std::string& s) {
+    const std::string what = "--size " + s;
+    const auto x = s.find_first_of("xX");
+    if (x == std::string::npos)
+        throw tessera::InputError::everywhere(what + ": expected ROWSxCOLS, e.g. 1024x1024 (no 'x' found)");
+    auto number = [&](const std::string& part, const char* name) -> int64_t {
+        if (part.empty() || part.size() > 7 || part.find_first_not_of("0123456789") != std::string::npos)
+            throw tessera::InputError::everywhere(what + ": " + name + " '" + part +
+                                                  "' is not a whole number in 2..1000000 (expected ROWSxCOLS, "
+                                                  "e.g. 1024x1024)");
+        const int64_t v = std::stoll(part);
+        if (v < 2 || v > 1000000)
+            throw tessera::InputError::everywhere(what + ": " + name + " " + part +
+                                                  " is outside 2..1000000 (expected ROWSxCOLS)");
+        return v;
+    };
+    return {number(s.substr(0, x), "ROWS"), number(s.substr(x + 1), "COLS")};
+}
+
+// `tessera info`: each file is described in a child process, so that a damaged file on which
+// HDF5 itself crashes or loops ends in one line, never in a crash (30 s at most a file).
+// Returns the number of files that failed.
+int run_info(const std::vector<std::string>& files) {
+    int failed = 0;
+    for (const std::string& f : files) {
+        std::fflush(stdout);
+        int fd[2];
+        if (pipe(fd) != 0) throw std::runtime_error("info: cannot create a pipe");
+        const pid_t pid = fork();
+        if (pid < 0) throw std::runtime_error("info: cannot fork");
+        if (pid == 0) {
+            close(fd[0]);
+            // A crash ends the child quietly (not Open MPI's backtrace handler), and nothing
+            // the libraries print reaches the user: the parent reports in one line.
+            for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, SIG_DFL);
+            if (const int devnull = open("/dev/null", O_WRONLY); devnull >= 0) dup2(devnull, 2);
+            alarm(30);
+            if (std::getenv("TESSERA_TEST_INFO_CRASH")) raise(SIGSEGV);  // tests: HDF5 crashing in the child
+            std::string text;
+            int code = 0;
+            try {
+                text = tessera::describe_result(f, /*tessera_only=*/true);
+            } catch (const tessera::InputError& e) {
+                text = e.what(), code = 2;
+            } catch (const std::exception& e) {
+                text = f + ": cannot be read (" + e.what() + ")", code = 2;
+            }
+            for (size_t off = 0; off < text.size();) {
+                const ssize_t n = write(fd[1], text.data() + off, text.size() - off);
+                if (n <= 0) break;
+                off += static_cast<size_t>(n);
+            }
+            _exit(code);  // no MPI_Finalize, no atexit handlers of the parent's libraries
+        }
+        close(fd[1]);
+        std::string text;
+        char buf[65536];
+        for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR);)
+            if (n > 0) text.append(buf, static_cast<size_t>(n));
+        close(fd[0]);
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            if (files.size() > 1) std::printf("%s:\n", f.c_str());
+            std::printf("%s", text.c_str());
+            continue;
+        }
+        ++failed;
+        if (WIFEXITED(st))
+            std::fprintf(stderr, "tessera: error: %s\n", text.c_str());
+        else
+            std::fprintf(stderr, "tessera: error: %s: damaged file (HDF5 %s reading it)\n", f.c_str(),
+                         WTERMSIG(st) == SIGALRM ? "did not finish in 30 s" : "crashed");
+    }
+    return failed;
 }
 
 void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& r) {
@@ -71,6 +160,10 @@ int main(int argc, char** argv) {
         setenv("OMPI_MCA_btl", "self", 0);
     }
     MPI_Init(&argc, &argv);
+    // SIGINT / SIGTERM / SIGHUP remove this process's temporaries and end it (after MPI_Init,
+    // so that these handlers are the ones in place).
+    tessera::install_signal_cleanup();
+    tessera::quiet_library_messages();  // GDAL's and HDF5's own messages never printed raw
     CLI::App app{"tessera: tiled, exact, MPI + GPU phase unwrapping"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("tessera ") + TESSERA_VERSION);
@@ -82,13 +175,14 @@ int main(int argc, char** argv) {
     tessera::add_unwrap_batch_options(unwrap, ub);
     unwrap->add_option("--coherence", uo.coherence, "coherence raster of the same size (0 or NaN = masked)");
     unwrap->add_option("--mask", uo.mask, "mask raster of the same size (nonzero = valid)");
-    unwrap->add_option("--band", uo.band, "band of IN (1-based)")->capture_default_str()->check(CLI::PositiveNumber);
+    unwrap->add_option("--band", uo.band, "band of IN (1-based)")->capture_default_str()->check(CLI::Range(1, 65535));
     unwrap->add_option("--tile-size", uo.tile_size, "tile side in pixels (the result does not depend on it)")
         ->capture_default_str();
     unwrap->add_option("--cut-radius,--max-pair-distance", uo.max_pair_distance,
                        "R: longest cut between two residues (L1 pixels); farther ones join through others or ground")
         ->capture_default_str();
-    unwrap->add_option("--reference", reference, "ROW COL: pixel whose component gets k = 0 there")->expected(2);
+    unwrap->add_option("--reference", reference, "ROW COL: pixel whose component gets k = 0 there")->expected(2)
+        ->allow_extra_args(false);
     unwrap->add_option("--min-component-size", uo.min_component_size, "components smaller than this get label 0")
         ->capture_default_str();
     unwrap->add_option("--min-coherence", uo.min_coherence, "pixels below this coherence get label 0")
@@ -103,6 +197,9 @@ int main(int argc, char** argv) {
     unwrap->add_flag("--save-residues", uo.save_residues, "write /residues (int8 charges)");
     unwrap->add_flag("--save-cuts", uo.save_cuts, "write /branch_cuts (blocked-edge bits)");
     unwrap->add_flag("-q,--quiet", uo.quiet, "no progress or summary");
+    unwrap->add_flag("--overwrite", uo.overwrite,
+                     "replace output files that exist (regular files only; without it an existing output is an "
+                     "error)");
     std::string backend_name = "auto";
     unwrap->add_option("--backend", backend_name, "auto (CUDA when a GPU is visible) | cpu | cuda")
         ->capture_default_str()
@@ -123,9 +220,9 @@ int main(int argc, char** argv) {
     synth->add_option("--seed", synth_seed, "random seed")->capture_default_str();
     synth->add_option("OUT_DIR", synth_dir, "output directory (created if missing)")->required();
 
-    std::string info_path;
-    auto* info = app.add_subcommand("info", "describe a tessera result file");
-    info->add_option("FILE", info_path, "result HDF5 file")->required();
+    std::vector<std::string> info_paths;
+    auto* info = app.add_subcommand("info", "describe tessera result files");
+    info->add_option("FILE", info_paths, "result HDF5 file(s)")->required();
 
     try {
         app.parse(argc, argv);
@@ -158,14 +255,17 @@ int main(int argc, char** argv) {
             int rank = 0;
             MPI_Comm_rank(MPI_COMM_WORLD, &rank);
             if (!uo.quiet && rank == 0) print_report(uo, rep);
+            if (rank == 0 && rep.labelled == 0)  // a result, but an empty one: said even with -q
+                std::fprintf(stderr,
+                             "tessera: warning: %s: no pixel was labelled (every component is smaller than "
+                             "--min-component-size %lld, or below --min-coherence, or invalid)\n",
+                             uo.input.c_str(), static_cast<long long>(uo.min_component_size));
             if (rep.conflicts != 0) return fail("internal error: " + std::to_string(rep.conflicts) +
                                                     " union-find conflicts (please report this input)", 3);
         } else if (*hologram) {
             tessera::run_hologram_command();
         } else if (*synth) {
-            const auto x = synth_size.find('x');
-            if (x == std::string::npos) throw tessera::InputError(synth_size, "--size must be ROWSxCOLS");
-            const int64_t rows = std::stoll(synth_size.substr(0, x)), cols = std::stoll(synth_size.substr(x + 1));
+            const auto [rows, cols] = parse_size(synth_size);
             std::filesystem::create_directories(synth_dir);
             std::vector<std::string> cases =
                 synth_case == "all" ? tessera::synth_case_names() : std::vector<std::string>{synth_case};
@@ -174,7 +274,9 @@ int main(int argc, char** argv) {
                 std::printf("%s\n", tessera::write_scene(scene, synth_dir).c_str());
             }
         } else if (*info) {
-            std::printf("%s", tessera::describe_result(info_path).c_str());
+            const int bad = run_info(info_paths);
+            MPI_Finalize();
+            return bad ? 2 : 0;
         }
     } catch (const tessera::InputError& e) {
         return fail(e.what(), 2, e.is_everywhere());

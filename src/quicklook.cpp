@@ -18,6 +18,7 @@
 
 #include "io/gdal_session.h"
 #include "io/input_error.h"
+#include "io/output_set.h"
 #include "io/output_path.h"
 #include "kernels/label_width.h"
 
@@ -173,11 +174,10 @@ void write_png(const std::string& path, int64_t rows, int64_t cols, int bands, i
                                    " pixels (cols x rows)");
     check_output_directory(path);
     register_gdal_once();
-    const std::string tmp = path + ".tmp";
-    std::remove(tmp.c_str());
+    StagedFile staged(path);  // unique, exclusive; renamed by finish() or the run's OutputSet
+    const std::string tmp = staged.tmp();
     QuietGdal quiet;
     auto fail = [&](const std::string& problem) {
-        std::remove(tmp.c_str());
         std::string msg = problem;
         if (!quiet.message().empty()) msg += " (" + quiet.message() + ")";
         throw InputError(path, msg);
@@ -202,9 +202,7 @@ void write_png(const std::string& path, int64_t rows, int64_t cols, int bands, i
         if (!out) fail("cannot write " + tmp);
     }
     std::remove((tmp + ".aux.xml").c_str());
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) fail("cannot rename " + tmp + " (" + ec.message() + ")");
+    staged.finish();
 }
 
 void write_quicklook_cells(const std::string& png, const QuicklookGrid& g, const std::vector<QuicklookCell>& cells,

@@ -54,7 +54,8 @@ std::vector<uint8_t> render_quicklook(const QuicklookGrid& g, const std::vector<
                                       bool with_labels);
 
 // Merges the records (in any order, from any split), renders and writes the PNG
-// (to png + ".tmp", renamed when complete). with_labels: draw the components panel.
+// (to a unique temporary, io/output_set.h, renamed when complete or left to the active
+// OutputSet). with_labels: draw the components panel.
 // Throws InputError(png, problem) when it cannot be written.
 void write_quicklook_cells(const std::string& png, const QuicklookGrid& g, const std::vector<QuicklookCell>& cells,
                            bool with_labels = true);
@@ -65,7 +66,8 @@ void write_quicklook_cells(const std::string& png, const QuicklookGrid& g,
 void write_quicklook(const std::string& png, const float* u, const uint32_t* labels, int64_t rows, int64_t cols,
                      int64_t stride, int max_side = 1024);
 
-// A PNG through GDAL (MEM dataset + PNG CreateCopy), to path + ".tmp" then renamed.
+// A PNG through GDAL (MEM dataset + PNG CreateCopy), to a unique temporary then renamed
+// (io/output_set.h: or left to the active OutputSet).
 // data: rows x cols pixels of `bands` interleaved samples (uint8 for bits 8, uint16 for 16).
 // Throws InputError(path, problem).
 void write_png(const std::string& path, int64_t rows, int64_t cols, int bands, int bits, const void* data);

@@ -3,11 +3,17 @@
 #include <mpi.h>
 #include <omp.h>
 
+#include <sys/statvfs.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cinttypes>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <numbers>
@@ -17,6 +23,7 @@
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
+#include "io/output_set.h"
 #include "io/raster_reader.h"
 #include "src/host_buffer.h"
 #include "src/progress.h"
@@ -31,32 +38,51 @@ namespace tessera {
 
 namespace {
 
-// Tests end a job from one rank: TESSERA_INJECT_ERROR="RANK:STAGE" (section 7, MPI tests).
+// Tests end a job from one rank: TESSERA_INJECT_ERROR="RANK:STAGE" (section 7, MPI tests);
+// "RANK:STAGE:sleep" makes that rank wait there for 60 s instead (signal tests).
 void inject_error_for_tests(int rank, const char* stage) {
     static const char* spec = std::getenv("TESSERA_INJECT_ERROR");
     if (!spec) return;
-    const std::string s(spec);
+    std::string s(spec);
+    bool sleep = false;
+    if (s.size() > 6 && s.compare(s.size() - 6, 6, ":sleep") == 0) sleep = true, s.resize(s.size() - 6);
     const auto colon = s.find(':');
-    if (colon != std::string::npos && std::to_string(rank) == s.substr(0, colon) && s.substr(colon + 1) == stage)
-        throw std::runtime_error("injected error on rank " + std::to_string(rank) + " at stage " + stage);
+    if (colon == std::string::npos || std::to_string(rank) != s.substr(0, colon) || s.substr(colon + 1) != stage) return;
+    if (sleep) {
+        for (int i = 0; i < 600; ++i) usleep(100000);
+        return;
+    }
+    throw std::runtime_error("injected error on rank " + std::to_string(rank) + " at stage " + stage);
 }
 
 constexpr int64_t kRowBlock = 256;                       // rows per coherence/mask read
-constexpr float kMaxAbsPhase = 64.0f * std::numbers::pi_v<float>;  // section 2 bounds |q|
+
+// Ranges of the values read (valid phase pixels; finite coherence), for the checks of what
+// the inputs claim to be (section 7).
+struct InputRanges {
+    float lo = std::numeric_limits<float>::infinity(), hi = -std::numeric_limits<float>::infinity();
+    float coh_lo = std::numeric_limits<float>::infinity(), coh_hi = -std::numeric_limits<float>::infinity();
+};
 
 // Inputs folded into phase (0 at invalid) and flags (kInvalid, kLowCoherence).
-// Reads the buffer window (own + halo); returns the largest |phase| seen. Phase rows are
+// Reads the buffer window (own + halo); returns the ranges of the values seen. Phase rows are
 // reported to `ready` as they are read where no mask or coherence changes them afterwards.
-float read_inputs(const UnwrapOptions& opt, const RasterReader& in, const RegionArrays& a, const RowsReady& ready) {
+InputRanges read_inputs(const UnwrapOptions& opt, const RasterReader& in, const RegionArrays& a, const RowsReady& ready) {
     const Window own = a.buf;
     HostBuffer<uint8_t> valid(static_cast<size_t>(a.buf.size()));
     in.read_phase(own, a.phase, valid.data(), a.buf.cols, opt.mask.empty() && opt.coherence.empty() ? ready : RowsReady{});
-    float worst = 0;
-#pragma omp parallel for reduction(max : worst)
+    InputRanges rg;
+    float lo = rg.lo, hi = rg.hi;
+#pragma omp parallel for reduction(min : lo) reduction(max : hi)
     for (int64_t i = 0; i < a.buf.size(); ++i) {
-        a.flags[i] = valid[static_cast<size_t>(i)] ? 0 : kInvalid;
-        worst = std::max(worst, std::fabs(a.phase[i]));
+        const bool ok = valid[static_cast<size_t>(i)];
+        a.flags[i] = ok ? 0 : kInvalid;
+        if (ok) {
+            lo = std::min(lo, a.phase[i]);
+            hi = std::max(hi, a.phase[i]);
+        }
     }
+    rg.lo = lo, rg.hi = hi;
     if (!opt.mask.empty()) {
         RasterReader m(opt.mask, 1);
         std::vector<uint8_t> buf(static_cast<size_t>(kRowBlock * own.cols));
@@ -82,6 +108,7 @@ float read_inputs(const UnwrapOptions& opt, const RasterReader& in, const Region
                 for (int64_t j = 0; j < w.cols; ++j) {
                     const float g = buf[static_cast<size_t>(i * w.cols + j)];
                     const int64_t p = a.index(r + i, own.col0 + j);
+                    if (std::isfinite(g)) rg.coh_lo = std::min(rg.coh_lo, g), rg.coh_hi = std::max(rg.coh_hi, g);
                     if (!(g > 0.0f)) {  // zero or NaN coherence is masked, as SNAPHU and dolphin do
                         a.flags[p] |= kInvalid;
                         a.phase[p] = 0.0f;
@@ -91,8 +118,83 @@ float read_inputs(const UnwrapOptions& opt, const RasterReader& in, const Region
                 }
         }
     }
-    return worst;
+    return rg;
 }
+
+std::string fmt(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.6g", v);
+    return b;
+}
+
+// A wrapped phase lies in [-pi, pi] or [0, 2 pi] (a little more for rounding): values that
+// look like degrees or cycles get a line saying so (section 7). lo/hi over the valid pixels.
+void check_phase_range(const std::string& path, double lo, double hi, int64_t valid) {
+    constexpr double pi = std::numbers::pi, tol = 1e-3;
+    const std::string seen = "values in [" + fmt(lo) + ", " + fmt(hi) + "]";
+    const double big = std::max(std::fabs(lo), std::fabs(hi));
+    // [0, 2 pi) is the other common convention (Ghiglia and Pritt's data): the residues and the
+    // integration see only wrapped differences, so it is accepted as it is.
+    const bool minus_pi_pi = lo >= -pi - tol && hi <= pi + tol, zero_two_pi = lo >= -tol && hi <= 2 * pi + tol;
+    if (!minus_pi_pi && !zero_two_pi) {
+        if (big > 2 * pi + tol && big <= 360.0 + 0.5)
+            throw InputError(path, seen + " look like degrees; tessera needs a wrapped phase in radians, "
+                                          "[-pi, pi] or [0, 2 pi) (multiply by pi/180)");
+        throw InputError(path, seen + ": not a wrapped phase (expected radians in [-pi, pi] or [0, 2 pi))");
+    }
+    // Cycles: a whole image of wrapped phase never stays inside one radian, but fractions of a
+    // cycle that span it fully are exactly that.
+    const double span = hi - lo;
+    if (valid >= 1000 && span >= 0.9 && span <= 1.0 + tol &&
+        ((lo >= -0.5 - tol && hi <= 0.5 + tol) || (lo >= -tol && hi <= 1.0 + tol)))
+        throw InputError(path, seen + " look like cycles (fractions of 2 pi); tessera needs a wrapped phase in "
+                                      "radians, [-pi, pi] (multiply by 2 pi)");
+}
+
+
+// Disk space (section 7): what the outputs need (uncompressed datasets at full size,
+// deflated ones at a quarter, the label dataset at one byte a pixel) against what the file
+// system of each output's directory has (io/output_path.h).
+void check_output_space(const UnwrapOptions& opt, int64_t pixels) {
+    const int64_t h5 = pixels * (opt.compress_phase > 0 ? 3 : 4) + pixels * 1 + (opt.save_cycles ? pixels : 0) +
+                       (opt.save_residues ? pixels / 4 : 0) + (opt.save_cuts ? pixels / 4 : 0) + (1 << 20);
+    std::vector<OutputNeed> needs{{opt.output, h5}};
+    if (!opt.geotiff.empty()) needs.push_back({opt.geotiff, pixels * 4 + (1 << 20)});
+    if (!opt.quicklook.empty()) needs.push_back({opt.quicklook, 4 << 20});
+    check_disk_space(needs);
+}
+
+// Bytes available to this process: MemAvailable, or less under a cgroup memory limit.
+int64_t available_memory() {
+    int64_t avail = -1;
+    if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+        char line[256];
+        while (std::fgets(line, sizeof line, f))
+            if (std::sscanf(line, "MemAvailable: %" SCNd64 " kB", &avail) == 1) {
+                avail *= 1024;
+                break;
+            }
+        std::fclose(f);
+    }
+    auto read_num = [](const char* path) -> int64_t {
+        int64_t v = -1;
+        if (FILE* f = std::fopen(path, "r")) {
+            if (std::fscanf(f, "%" SCNd64, &v) != 1) v = -1;  // "max": no limit
+            std::fclose(f);
+        }
+        return v;
+    };
+    const int64_t limit = read_num("/sys/fs/cgroup/memory.max");        // cgroup v2
+    const int64_t used = read_num("/sys/fs/cgroup/memory.current");
+    if (limit > 0 && used >= 0 && (avail < 0 || limit - used < avail)) avail = std::max<int64_t>(limit - used, 0);
+    const int64_t limit1 = read_num("/sys/fs/cgroup/memory/memory.limit_in_bytes");  // cgroup v1
+    const int64_t used1 = read_num("/sys/fs/cgroup/memory/memory.usage_in_bytes");
+    if (limit1 > 0 && limit1 < (int64_t{1} << 60) && used1 >= 0 && (avail < 0 || limit1 - used1 < avail))
+        avail = std::max<int64_t>(limit1 - used1, 0);
+    if (const char* t = std::getenv("TESSERA_TEST_AVAILABLE_MEMORY")) avail = std::atoll(t);  // tests
+    return avail;
+}
+
 
 // Setup errors are agreed on: the lowest failing rank's line is thrown on every rank.
 void agree(Comm& comm, const std::function<void()>& step) { agree_on_errors(comm.get(), step); }
@@ -140,20 +242,47 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
         if (opt.tile_size < 2) throw InputError(opt.input, "--tile-size must be at least 2");
         if (opt.max_pair_distance < 1 || opt.max_pair_distance > 1024)
             throw InputError(opt.input, "--cut-radius must be in [1, 1024]");
-        if (!opt.geotiff.empty()) check_output_directory(opt.geotiff);
-        if (!opt.quicklook.empty()) check_output_directory(opt.quicklook);
+        if (!(opt.min_coherence >= 0.0 && opt.min_coherence <= 1.0))
+            throw InputError(opt.coherence.empty() ? opt.input : opt.coherence,
+                             "--min-coherence " + std::to_string(opt.min_coherence) +
+                                 " is outside [0, 1] (coherence is a magnitude between 0 and 1)");
+        // Outputs: never an input, never two of them one file, only regular files, existing
+        // ones only with --overwrite (section 7).
+        check_outputs({opt.output, opt.geotiff, opt.quicklook}, {opt.input, opt.coherence, opt.mask},
+                      opt.overwrite);
         grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
     });
     if (opt.backend == Backend::kCuda) select_rank_device(mpi_comm, opt.device, opt.share_gpus);
     const RasterInfo& info = in->info();
     const int64_t H = info.rows, W = info.cols;
-    // Created before any work so that a bad output path fails first; removed unless committed.
+    // Memory before allocating (section 7): the window's arrays (phase 4, flags 1, labels 4,
+    // valid 1, cycles 4) and the stages' own (about 16 bytes a pixel at most), times the ranks
+    // of this node sharing its memory.
+    const Window own = grid.own(rank), buf = grid.buffer(rank);
+    const int64_t local_ranks = comm.size() > 1 ? node_local_rank(mpi_comm).second : 1;
+    agree(comm, [&] {
+        const int64_t per_pixel = 4 + 1 + 4 + 1 + (opt.save_cycles ? 4 : 0) + 16;
+        const int64_t need = buf.size() * per_pixel;
+        const int64_t avail = available_memory();
+        const int64_t node_ranks = std::max<int64_t>(1, local_ranks);
+        if (avail >= 0 && need > avail / node_ranks)
+            throw InputError(opt.input, "needs about " + bytes_text(need) + " of memory per rank for its " +
+                                            std::to_string(buf.rows) + "x" + std::to_string(buf.cols) +
+                                            " window (rows x cols), " + bytes_text(avail / node_ranks) +
+                                            " available" + (node_ranks > 1 ? " to each of the node's " +
+                                            std::to_string(node_ranks) + " ranks" : std::string()) +
+                                            "; use more ranks or nodes");
+        check_output_space(opt, H * W);
+    });
+    // Every output goes to a unique temporary; rank 0 renames them all together at the end
+    // (io/output_set.h). Created before any work so that a bad output path fails first.
+    OutputSet outputs(opt.overwrite);
+    CollectOutputs collect(outputs);
     std::unique_ptr<Hdf5Writer> out;
     agree(comm, [&] { out = std::make_unique<Hdf5Writer>(opt.output, mpi_comm, H, W); });
     rep.rows = H;
     rep.cols = W;
 
-    const Window own = grid.own(rank), buf = grid.buffer(rank);
     HostBuffer<float> phase(static_cast<size_t>(buf.size()));
     HostBuffer<uint8_t> flags(static_cast<size_t>(buf.size()));
     HostBuffer<uint32_t> label(static_cast<size_t>(buf.size()));
@@ -162,9 +291,9 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
     // The read fills the region's arrays once the backend's region exists, so that the CUDA
     // backend uploads phase rows while the rest is read (issue 5; kernels/region.h).
     const RegionFill read_stage = [&](const RowsReady& ready) {
-        float worst = 0;
+        InputRanges rg;
         agree(comm, [&] {
-            worst = read_inputs(opt, *in, a, ready);
+            rg = read_inputs(opt, *in, a, ready);
             inject_error_for_tests(rank, "read");
         });
         int64_t valid = 0;
@@ -172,11 +301,13 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
         for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
             for (int64_t c = own.col0; c < own.col0 + own.cols; ++c) valid += !(flags[static_cast<size_t>(a.index(r, c))] & kInvalid);
         valid = comm.sum(valid);
-        worst = static_cast<float>(comm.max(static_cast<double>(worst)));
+        const double lo = -comm.max(-static_cast<double>(rg.lo)), hi = comm.max(static_cast<double>(rg.hi));
+        const double coh_lo = -comm.max(-static_cast<double>(rg.coh_lo)), coh_hi = comm.max(static_cast<double>(rg.coh_hi));
         agree(comm, [&] {
-            if (worst > kMaxAbsPhase)
-                throw InputError(opt.input, "values up to " + std::to_string(worst) +
-                                                " rad: not a wrapped phase (expected |phase| <= 64 pi)");
+            if (lo <= hi) check_phase_range(opt.input, lo, hi, valid);
+            if (!opt.coherence.empty() && coh_lo <= coh_hi && (coh_lo < 0.0 || coh_hi > 1.0 + 1e-4))
+                throw InputError(opt.coherence, "values in [" + fmt(coh_lo) + ", " + fmt(coh_hi) +
+                                                    "]: not a coherence (expected values in [0, 1])");
             if (valid == 0) throw InputError(opt.input, "no valid pixels (all nodata or masked)");
             if (opt.reference && own.contains(opt.reference->first, opt.reference->second) &&
                 (flags[static_cast<size_t>(a.index(opt.reference->first, opt.reference->second))] & kUnreliable))
@@ -242,8 +373,10 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
         t.seconds = comm.max(t.seconds);
         attrs.push_back({"time_" + t.stage, t.seconds});
     }
+    out->write_attributes(attrs);
+    out->commit();  // closed; rank 0's `outputs` renames it with the others below
     if (!opt.quicklook.empty()) {
-        // Each rank reduces its window to quicklook cells; rank 0 draws them (a failed PNG leaves no .h5).
+        // Each rank reduces its window to quicklook cells; rank 0 draws them.
         const QuicklookGrid qg = quicklook_grid(H, W, 1024);
         const auto parts = comm.gatherv(quicklook_cells(phase.data() + o, static_cast<const uint8_t*>(a.label) + o * lb, own, stride, qg, lb), 0);
         std::string err;
@@ -257,25 +390,21 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
         if (comm.max(int64_t{!err.empty()}))
             throw InputError::everywhere(rank == 0 ? err : opt.quicklook + ": quicklook failed");
     }
-    out->write_attributes(attrs);
-    out->commit();
-    if (!opt.geotiff.empty()) {
-        // Rank 0 copies the committed dataset through GDAL, so no rank holds the whole image.
-        std::string err;
-        if (rank == 0) {
-            try {
-                geotiff_from_hdf5(opt.output, "unwrapped_phase", opt.geotiff,
+    std::string err;
+    if (rank == 0) {
+        try {
+            // Rank 0 copies the closed dataset through GDAL, so no rank holds the whole image.
+            if (!opt.geotiff.empty())
+                geotiff_from_hdf5(out->temporary_path(), "unwrapped_phase", opt.geotiff,
                                   GeoRef{info.has_geotransform, info.geotransform, info.projection_wkt}, nan);
-            } catch (const std::exception& e) {
-                err = e.what();
-            }
-        }
-        int64_t failed = comm.max(int64_t{!err.empty()});
-        if (failed) {
-            if (rank == 0) std::remove(opt.output.c_str());
-            throw InputError::everywhere(rank == 0 ? err : opt.geotiff + ": GeoTIFF output failed");
+            inject_error_for_tests(rank, "commit");  // every output written, none in place yet
+            outputs.commit();  // every output or none; a failure leaves the old files as they were
+        } catch (const std::exception& e) {
+            err = e.what();
         }
     }
+    if (comm.max(int64_t{!err.empty()}))
+        throw InputError::everywhere(rank == 0 ? err : opt.output + ": output failed");
     stage_done("write");
     rep.total_seconds = comm.max(std::chrono::duration<double>(clock::now() - t_start).count());
     return rep;

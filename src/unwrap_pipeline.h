@@ -30,6 +30,7 @@ struct UnwrapOptions {
     bool share_gpus = false;  // allow more ranks than GPUs on a node  // deflate level of /unwrapped_phase (0 = chunked, uncompressed)
     bool save_cycles = false, save_residues = false, save_cuts = false;
     bool quiet = false;
+    bool overwrite = false;  // replace existing regular output files (--overwrite)
 };
 
 struct StageTime {
@@ -50,7 +51,11 @@ struct UnwrapReport {
     double total_seconds = 0;
 };
 
-// Throws InputError for bad input; leaves no output file behind on failure.
+// Throws InputError for bad input; leaves no output file behind on failure. Outputs (HDF5,
+// GeoTIFF, quicklook) are written to unique temporaries and renamed together only when the
+// whole run succeeded (io/output_set.h); an output that is an input, two outputs that are one
+// file, an output that is not a regular file, or an existing one without `overwrite` are
+// refused before any work.
 // Collective over `comm`: every rank reads its window (plus halo), and writes its part.
 UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm comm);
 

@@ -20,7 +20,7 @@ d=$(mktemp -d -p /tmp)
 for n in $e2e_sizes; do
   tessera synth --case topo --size ${n}x${n} --seed 1 $d >/dev/null
   for be in cuda cpu; do
-    tessera unwrap --backend $be --tile-size 1024 $d/topo_wrapped.tif $d/out.h5 2>&1 | grep -E "^tessera:|Mpixel" | tr '\n' ' '
+    tessera unwrap --overwrite --backend $be --tile-size 1024 $d/topo_wrapped.tif $d/out.h5 2>&1 | grep -E "^tessera:|Mpixel" | tr '\n' ' '
     echo " <- $n $be"
     rm -f $d/out.h5
   done

@@ -23,15 +23,15 @@ for c in bowl topo holes fringes; do
   tessera synth --case $c --size ${size}x${size} --seed 3 "$d" >/dev/null || { echo "synth $c failed"; fail=$((fail+1)); continue; }
   for tile in 64 300 512; do
     common="-q --save-cycles --tile-size $tile --coherence $d/${c}_coherence.tif --min-coherence 0.2 $d/${c}_wrapped.tif"
-    tessera unwrap --backend cpu $common $d/cpu.h5 || { fail=$((fail+1)); continue; }
-    tessera unwrap --backend cuda $common $d/gpu.h5 || { fail=$((fail+1)); continue; }
-    mpirun --oversubscribe -np 2 tessera unwrap --backend cuda --share-gpus $common $d/gpu2.h5 || { fail=$((fail+1)); continue; }
+    tessera unwrap --overwrite --backend cpu $common $d/cpu.h5 || { fail=$((fail+1)); continue; }
+    tessera unwrap --overwrite --backend cuda $common $d/gpu.h5 || { fail=$((fail+1)); continue; }
+    mpirun --oversubscribe -np 2 tessera unwrap --overwrite --backend cuda --share-gpus $common $d/gpu2.h5 || { fail=$((fail+1)); continue; }
     for other in gpu gpu2; do same "$c tile $tile cpu vs $other" $d/cpu.h5 $d/$other.h5; done
   done
   # No coherence and no mask: the CUDA backend uploads phase rows while GDAL reads the rest.
   plain="-q --save-cycles --tile-size 256 $d/${c}_wrapped.tif"
-  tessera unwrap --backend cpu $plain $d/cpu.h5 && tessera unwrap --backend cuda $plain $d/gpu.h5 &&
-    mpirun --oversubscribe -np 2 tessera unwrap --backend cuda --share-gpus $plain $d/gpu2.h5 || { fail=$((fail+1)); continue; }
+  tessera unwrap --overwrite --backend cpu $plain $d/cpu.h5 && tessera unwrap --overwrite --backend cuda $plain $d/gpu.h5 &&
+    mpirun --oversubscribe -np 2 tessera unwrap --overwrite --backend cuda --share-gpus $plain $d/gpu2.h5 || { fail=$((fail+1)); continue; }
   for other in gpu gpu2; do same "$c streamed read cpu vs $other" $d/cpu.h5 $d/$other.h5; done
 done
 if [ -n "$gp" ]; then
@@ -41,7 +41,7 @@ if [ -n "$gp" ]; then
     [ -f "$gp/${n}_mask.raw" ] && mask=(--mask "$gp/${n}_mask.raw")
     for tile in 32 128; do
       common="-q --save-cycles --tile-size $tile ${mask[*]} $v"
-      tessera unwrap --backend cpu $common $d/cpu.h5 && tessera unwrap --backend cuda $common $d/gpu.h5 || { fail=$((fail+1)); continue; }
+      tessera unwrap --overwrite --backend cpu $common $d/cpu.h5 && tessera unwrap --overwrite --backend cuda $common $d/gpu.h5 || { fail=$((fail+1)); continue; }
       same "G&P $n tile $tile cpu vs gpu" $d/cpu.h5 $d/gpu.h5
     done
   done

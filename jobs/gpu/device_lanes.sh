@@ -15,7 +15,7 @@ ins=$(ls "$h"/f*.tif)
 for how in "--lanes 4" "--lanes 1" "--lanes 1 --save-cuts"; do
   tag=$(echo "$how" | tr -d ' -')
   mkdir -p $d/$tag
-  tessera unwrap --from-hologram --backend cuda -q $how $ins $d/$tag || { echo "unwrap $how failed"; fail=$((fail+1)); }
+  tessera unwrap --overwrite --from-hologram --backend cuda -q $how $ins $d/$tag || { echo "unwrap $how failed"; fail=$((fail+1)); }
 done
 for f in $ins; do
   s=$(basename "$f" .tif)
@@ -28,7 +28,7 @@ for f in $ins; do
   done
 done
 mkdir -p $d/h4 $d/h1
-tessera hologram --backend cuda --lanes 4 $ins $d/h4 >/dev/null && tessera hologram --backend cuda --lanes 1 $ins $d/h1 >/dev/null
+tessera hologram --overwrite --backend cuda --lanes 4 $ins $d/h4 >/dev/null && tessera hologram --overwrite --backend cuda --lanes 1 $ins $d/h1 >/dev/null
 for f in $d/h4/*; do
   if cmp -s "$f" "$d/h1/$(basename "$f")"; then pass=$((pass+1)); else fail=$((fail+1)); echo "hologram $(basename "$f") differs"; fi
 done
@@ -38,10 +38,10 @@ mkdir -p $d/many $d/o
 for i in $(seq -w 1 $n); do ln -s "$h/h1024.tif" $d/many/f$i.tif; done
 for be in "cuda --lanes 1" "cuda --lanes 4" "cuda --lanes 8"; do
   rm -rf $d/o/*
-  tessera unwrap --from-hologram --backend $be $d/many/*.tif $d/o | head -1
+  tessera unwrap --overwrite --from-hologram --backend $be $d/many/*.tif $d/o | head -1
 done
 rm -rf $d/o/*
 mkdir -p $d/few && for i in $(seq -w 1 32); do ln -s "$h/h1024.tif" $d/few/f$i.tif; done
-tessera unwrap --from-hologram --backend cpu --lanes 1 $d/few/*.tif $d/o | head -1
+tessera unwrap --overwrite --from-hologram --backend cpu --lanes 1 $d/few/*.tif $d/o | head -1
 rm -rf "$d"
 [ $fail -eq 0 ]

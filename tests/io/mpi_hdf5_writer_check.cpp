@@ -26,9 +26,11 @@
 
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
+#include "support/cli.h"
 
 using tessera::Hdf5Writer;
 using tessera::Window;
+using tessera::testing::temporaries_of;
 
 namespace {
 
@@ -159,12 +161,13 @@ int main(int argc, char** argv) {
             w.write_attributes({{"ranks", int64_t{g_size}},
                                 {"geotransform", std::vector<double>{1, 2, 3, 4, 5, 6}},
                                 {"version", std::string("check")}});
-            if (!fs::exists(out + ".tmp") || fs::exists(out)) fail("temporary file protocol before commit");
+            if (!fs::exists(w.temporary_path()) || fs::exists(out) || w.temporary_path().rfind(out + ".tmp.", 0) != 0)
+                fail("temporary file protocol before commit");
             w.commit();
         }
         MPI_Barrier(MPI_COMM_WORLD);
         if (g_rank == 0) {
-            if (fs::exists(out + ".tmp") || !fs::exists(out)) fail("temporary file protocol after commit");
+            if (!temporaries_of(out).empty() || !fs::exists(out)) fail("temporary file protocol after commit");
             verify(out);
         }
 
@@ -182,7 +185,7 @@ int main(int argc, char** argv) {
             w.write_f32("unwrapped_phase", own, ph.data(), kStride, {});
         }
         MPI_Barrier(MPI_COMM_WORLD);
-        if (g_rank == 0 && (fs::exists(out2) || fs::exists(out2 + ".tmp")))
+        if (g_rank == 0 && (fs::exists(out2) || !temporaries_of(out2).empty()))
             fail("an uncommitted writer left a file");
 
         // 3. A missing output directory: an InputError naming the path on every rank.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "io/input_error.h"
+#include "support/cli.h"
 #include "kernels/label_width.h"
 
 namespace fs = std::filesystem;
@@ -428,9 +429,11 @@ TEST_F(Hdf5WriterTest, WritesToTemporaryNameUntilCommit) {
     { std::ofstream(out) << "an older result"; }  // commit replaces an existing file
     std::vector<uint32_t> v(6 * 7, 3u);
     Hdf5Writer w(out, MPI_COMM_WORLD, 6, 7);
-    EXPECT_TRUE(exists(out + ".tmp"));
+    const std::string tmp = w.temporary_path();  // unique, next to the output
+    EXPECT_EQ(tmp.rfind(out + ".tmp.", 0), 0u) << tmp;
+    EXPECT_TRUE(exists(tmp));
     w.write_u32("connected_components", {0, 0, 6, 7}, v.data(), 7, {});
-    EXPECT_TRUE(exists(out + ".tmp"));
+    EXPECT_TRUE(exists(tmp));
     {
         std::ifstream in(out);  // the old result is untouched until commit
         std::string old;
@@ -438,7 +441,8 @@ TEST_F(Hdf5WriterTest, WritesToTemporaryNameUntilCommit) {
         EXPECT_EQ(old, "an older result");
     }
     w.commit();
-    EXPECT_FALSE(exists(out + ".tmp"));
+    EXPECT_FALSE(exists(tmp));
+    EXPECT_TRUE(tessera::testing::temporaries_of(out).empty());
     ASSERT_TRUE(exists(out));
     EXPECT_EQ(read_all<uint32_t>(out, "connected_components"), v);
     // Use after commit is a programming error, thrown (alike on every rank).
@@ -453,10 +457,10 @@ TEST_F(Hdf5WriterTest, UncommittedWriterLeavesNoFile) {
     {
         Hdf5Writer w(out, MPI_COMM_WORLD, 8, 8);
         w.write_f32("unwrapped_phase", {0, 0, 8, 8}, v.data(), 8, {});
-        EXPECT_TRUE(exists(out + ".tmp"));
+        EXPECT_TRUE(exists(w.temporary_path()));
     }
     EXPECT_FALSE(exists(out));
-    EXPECT_FALSE(exists(out + ".tmp"));
+    EXPECT_TRUE(tessera::testing::temporaries_of(out).empty());
 
     // Also when the writer is destroyed by an exception unwinding the stack.
     EXPECT_THROW(
@@ -467,7 +471,7 @@ TEST_F(Hdf5WriterTest, UncommittedWriterLeavesNoFile) {
         },
         std::runtime_error);
     EXPECT_FALSE(exists(out));
-    EXPECT_FALSE(exists(out + ".tmp"));
+    EXPECT_TRUE(tessera::testing::temporaries_of(out).empty());
     // The path is free again for a new writer.
     Hdf5Writer w(out, MPI_COMM_WORLD, 8, 8);
     w.commit();
@@ -506,7 +510,7 @@ TEST_F(Hdf5WriterTest, UnwritableOutputDirectoryIsAnInputError) {
                         what.find("not a directory") != std::string::npos)
                 << what;
         }
-        EXPECT_FALSE(exists(out + ".tmp"));
+        EXPECT_TRUE(tessera::testing::temporaries_of(out).empty());
     }
     // The output path itself an existing directory: refused up front, not at the rename.
     try {

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "support/cli.h"
 #include "io/geotiff_writer.h"
 #include "io/input_error.h"
 #include "io/raster_reader.h"
@@ -118,7 +119,7 @@ TEST_F(RasterIoTest, Float32RoundTripWindowWithStride) {
     const std::string p = path("phase.tif");
     const GeoRef geo = utm_geo();
     tessera::write_geotiff_f32(p, rows, cols, img.data(), geo, -9999.0);
-    EXPECT_FALSE(fs::exists(p + ".tmp"));
+    EXPECT_TRUE(tessera::testing::temporaries_of(p).empty());
 
     RasterReader rd(p, 1);
     const auto& info = rd.info();
@@ -417,7 +418,7 @@ TEST_F(RasterIoTest, WriterReportsBadDirectoriesAndReplacesAtomically) {
     tessera::write_geotiff_f32(p, 2, 2, img.data(), GeoRef{}, std::nullopt);
     std::vector<float> img2 = {5.0f, 6.0f, 7.0f, 8.0f};
     tessera::write_geotiff_f32(p, 2, 2, img2.data(), GeoRef{}, std::nullopt);
-    EXPECT_FALSE(fs::exists(p + ".tmp"));
+    EXPECT_TRUE(tessera::testing::temporaries_of(p).empty());
     RasterReader rd(p, 1);
     std::vector<float> f(4);
     rd.read_float(Window{0, 0, 2, 2}, f.data(), 2);

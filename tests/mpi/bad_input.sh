@@ -14,10 +14,22 @@ check() {  # args: expected-substring, tessera args...
   [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { echo "FAIL: exit $rc"; exit 1; }
   [ "$lines" -eq 1 ] || { echo "FAIL: want one error line"; exit 1; }
   grep -q "$want" "$d/err" || { echo "FAIL: message lacks '$want'"; exit 1; }
-  [ ! -e "$d/o.h5" ] && [ ! -e "$d/o.h5.tmp" ] || { echo "FAIL: output left"; exit 1; }
+  [ ! -e "$d/o.h5" ] || { echo "FAIL: output left"; exit 1; }
+  ! ls "$d" | grep -q '\.tmp' || { echo "FAIL: temporary left: $(ls "$d")"; exit 1; }
 }
 check nope.tif unwrap "$d/nope.tif" "$d/o.h5"
 check "more ranks" unwrap --tile-size 64 "$d/bowl_wrapped.tif" "$d/o.h5"
 check "rank-grid" unwrap --rank-grid 2x2 "$d/bowl_wrapped.tif" "$d/o.h5"
 check missing unwrap --tile-size 16 "$d/bowl_wrapped.tif" "$d/missing/o.h5"
+# Issue 14: outputs refused on every rank before any work, inputs checked for what they claim.
+check "not a regular file" unwrap --overwrite --tile-size 16 "$d/bowl_wrapped.tif" /dev/null
+check "same file" unwrap --overwrite --tile-size 16 --geotiff "$d/bowl_wrapped.tif" "$d/bowl_wrapped.tif" "$d/o.h5"
+check "same file" unwrap --overwrite --tile-size 16 --coherence "$d/bowl_coherence.tif" "$d/bowl_wrapped.tif" "$d/bowl_coherence.tif"
+check "[0, 1]" unwrap --tile-size 16 --min-coherence 2 "$d/bowl_wrapped.tif" "$d/o.h5"
+touch "$d/exists.h5"
+check "overwrite" unwrap --tile-size 16 --quicklook "$d/exists.h5" "$d/bowl_wrapped.tif" "$d/o.h5"
+[ ! -s "$d/exists.h5" ] || { echo "FAIL: existing output changed"; exit 1; }
+rm -f "$d/exists.h5"
+printf '<VRTDataset rasterXSize="70000" rasterYSize="70000"><VRTRasterBand dataType="Float32" band="1"/></VRTDataset>\n' >"$d/huge.vrt"
+check "huge.vrt" unwrap "$d/huge.vrt" "$d/o.h5"
 echo "1 passed, 0 failed"

@@ -17,5 +17,6 @@ for stage in read matching union_find; do
   [ "$took" -le 20 ] || { echo "FAIL: took ${took}s"; exit 1; }
   grep -q "rank 1" "$d/err" || { echo "FAIL: the message does not name rank 1"; exit 1; }
   [ ! -e "$d/out.h5" ] || { echo "FAIL: a result file was left"; exit 1; }
+  ! ls "$d" | grep -q '\.tmp' || { echo "FAIL: a temporary was left: $(ls "$d")"; exit 1; }
 done
 echo "1 passed, 0 failed"

@@ -58,6 +58,7 @@ UnwrapOptions options(const std::string& in, const std::string& out, int64_t til
     o.tile_size = tile;
     o.save_cycles = true;
     o.quiet = true;
+    o.overwrite = true;  // one output path per scene, written for every grid and tile size
     return o;
 }
 

@@ -129,6 +129,7 @@ int64_t unwrap_alone(const std::string& hologram, const HologramParams& hp, cons
     UnwrapOptions one = base;
     one.input = phase_tif;
     one.output = out;
+    one.overwrite = true;  // called again on one path
     return run_unwrap(one, MPI_COMM_SELF).residues;
 }
 

@@ -43,6 +43,20 @@ inline RunResult run_tessera(const std::string& args, const std::string& prefix 
     return r;
 }
 
+// Temporaries of an output left in its directory: names "<file name of path>.tmp*" (the old
+// fixed "<path>.tmp" and the unique "<path>.tmp.XXXXXX" of io/output_set.h).
+inline std::vector<std::string> temporaries_of(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> left;
+    fs::path dir = fs::path(path).parent_path();
+    if (dir.empty()) dir = ".";
+    const std::string prefix = fs::path(path).filename().string() + ".tmp";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.path().filename().string().rfind(prefix, 0) == 0) left.push_back(e.path().string());
+    return left;
+}
+
 // A fresh folder under /tmp, removed with the object.
 class TempDir {
 public:
