@@ -128,16 +128,17 @@ bad_input)
     [ -z "$(find "$d" -name '*.h5*')" ] || fail "$name: output left: $(find "$d" -name '*.h5*')"
   done ;;
 scancel)
-  # A run of several seconds; cancelled once it has created OUT.h5.tmp and is past its read.
+  # A run of several seconds; cancelled once it has created its temporary (OUT.h5.tmp.XXXXXX)
+  # and is past its read.
   "$tessera" synth --case topo --size 3072x3072 --seed 2 "$d/big" >/dev/null || fail "synth"
   job=$(TESSERA=$tessera submit "${cpu_job[@]}" "$d/big/topo_wrapped.tif" out.h5) || fail "sbatch"
   for _ in $(seq 600); do
-    [ -e out.h5.tmp ] && grep -q "tessera: read" "tessera-$job.out" 2>/dev/null && break
+    compgen -G 'out.h5.tmp*' >/dev/null && grep -q "tessera: read" "tessera-$job.out" 2>/dev/null && break
     [ "$(field "$job" JobState)" = RUNNING ] || [ "$(field "$job" JobState)" = PENDING ] || break
     sleep 0.1
   done
   state=$(field "$job" JobState)
-  [ "$state" = RUNNING ] && [ -e out.h5.tmp ] || { cat "tessera-$job.out"; fail "job $job is $state before scancel (scene too small?)"; }
+  [ "$state" = RUNNING ] && compgen -G 'out.h5.tmp*' >/dev/null || { cat "tessera-$job.out"; fail "job $job is $state before scancel (scene too small?)"; }
   pids=$(scontrol listpids "$job" 2>/dev/null | awk 'NR > 1 {print $1}')
   t0=$(date +%s%N)
   scancel "$job" || fail "scancel"
@@ -148,7 +149,7 @@ scancel)
     for _ in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     ! kill -0 "$p" 2>/dev/null || fail "process $p of job $job still runs"
   done
-  left=$(find "$d" -name '*.tmp' -o -name 'out.h5*')
+  left=$(find "$d" -name '*.tmp*' -o -name 'out.h5*')
   [ -z "$left" ] || fail "left after scancel: $left" ;;
 scaling)
   # jobs/scaling.py outside a job, SLURM answering: each point is its own srun job.
