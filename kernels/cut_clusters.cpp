@@ -8,8 +8,9 @@
 // open cluster's heap top.
 #include "kernels/cut_clusters.h"
 
+#include "kernels/plaquette_bitmap.h"
+
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <queue>
@@ -59,29 +60,7 @@ public:
         for (int32_t i = 0; i < n_; ++i)
             lakes_of(res[static_cast<size_t>(i)],
                      [&](int64_t l) { adj_[static_cast<size_t>(fill[static_cast<size_t>(lake_index(l))]++)] = i; });
-        // Which plaquettes hold residues: a bitmap over the set's bounding box, ids for the rest.
-        if (n_ > 0) {
-            r0_ = H, c0_ = W;
-            int64_t r1 = 0, c1 = 0;
-            for (const ClusterResidue& x : res) {
-                r0_ = std::min<int64_t>(r0_, x.res.r), r1 = std::max<int64_t>(r1, x.res.r);
-                c0_ = std::min<int64_t>(c0_, x.res.c), c1 = std::max<int64_t>(c1, x.res.c);
-            }
-            rows_ = r1 - r0_ + 1, cols_ = c1 - c0_ + 1;
-            bits_.assign(static_cast<size_t>((rows_ * cols_ + 63) / 64), 0);
-            for (int32_t i = 0; i < n_; ++i) {
-                const Residue& x = res[static_cast<size_t>(i)].res;
-                const int64_t b = (x.r - r0_) * cols_ + (x.c - c0_);
-                const uint64_t bit = uint64_t{1} << (b & 63);
-                // Ids ascend in raster order, so occupied plaquettes come in bitmap order.
-                if (!(bits_[static_cast<size_t>(b >> 6)] & bit)) first_.push_back(i);
-                bits_[static_cast<size_t>(b >> 6)] |= bit;
-            }
-            first_.push_back(n_);
-            word_rank_.resize(bits_.size());
-            int32_t acc = 0;
-            for (size_t w = 0; w < bits_.size(); ++w) word_rank_[w] = acc, acc += std::popcount(bits_[w]);
-        }
+        occupied_ = PlaquetteBitmap(res, H, W);
     }
 
     void run(std::vector<Cut>& out, ClusterStats& st) {
@@ -258,14 +237,11 @@ private:
                     }
                 }
                 const int64_t r = a.r + dr, c = a.c + dc;
-                if (r < r0_ || r >= r0_ + rows_ || c < c0_ || c >= c0_ + cols_) continue;
-                const int64_t b = (r - r0_) * cols_ + (c - c0_);
-                const uint64_t word = bits_[static_cast<size_t>(b >> 6)];
-                if (!((word >> (b & 63)) & 1)) continue;
-                // The plaquette's rank among occupied ones gives its residues [first, next first).
-                const int64_t k = word_rank_[static_cast<size_t>(b >> 6)] + std::popcount(word & ((uint64_t{1} << (b & 63)) - 1));
-                const int32_t end = first_[static_cast<size_t>(k) + 1];
-                for (int32_t j = first_[static_cast<size_t>(k)] + cu.s; j < end; ++j, ++cu.s)
+                if (!occupied_.inside(r, c)) continue;
+                const int64_t b = occupied_.bit(r, c);
+                if (!occupied_.test(b)) continue;
+                const auto [first, end] = occupied_.residues(b);
+                for (int32_t j = first + cu.s; j < end; ++j, ++cu.s)
                     if (j != v && find(j) != rv) {
                         w_out = cu.w;
                         return j;
@@ -280,46 +256,21 @@ private:
     int64_t nearest_occupied(int64_t r, int64_t c, int64_t from, int64_t limit) const {
         int64_t best = limit + 1;
         for (int64_t dr = -limit; dr <= limit; ++dr) {
-            const int64_t adr = std::abs(dr), y = r + dr;
-            if (adr >= best || y < r0_ || y >= r0_ + rows_) continue;
+            const int64_t adr = std::abs(dr);
+            if (adr >= best) continue;
             const int64_t m = std::max<int64_t>(from - adr, 0), span = best - 1 - adr;
             if (m > span) continue;
-            const int64_t row = (y - r0_) * cols_ - c0_;  // bit of column x: row + x
-            const int64_t x_lo = std::max(c0_, c - span), x_hi = std::min(c0_ + cols_ - 1, c + span);
-            if (c + m <= x_hi) {  // right: first set bit in [c + m, x_hi]
-                const int64_t d = first_set(row + c + m, row + x_hi);
-                if (d >= 0) best = std::min(best, adr + m + d);
+            int64_t b0, b1;
+            if (occupied_.row_span(r + dr, c + m, c + span, b0, b1)) {  // right of c
+                const int64_t at = occupied_.first_set(b0, b1);
+                if (at >= 0) best = std::min(best, adr + (at - occupied_.bit(r + dr, c)));  // bits are linear in x
             }
-            if (c - m >= x_lo) {  // left: last set bit in [x_lo, c - m]
-                const int64_t d = last_set(row + x_lo, row + c - m);
-                if (d >= 0) best = std::min(best, adr + m + d);
+            if (occupied_.row_span(r + dr, c - span, c - m, b0, b1)) {  // left of c
+                const int64_t at = occupied_.last_set(b0, b1);
+                if (at >= 0) best = std::min(best, adr + (occupied_.bit(r + dr, c) - at));
             }
         }
         return best;
-    }
-    // Offset from b0 of the first set bit in [b0, b1], or -1.
-    int64_t first_set(int64_t b0, int64_t b1) const {
-        for (int64_t b = b0; b <= b1;) {
-            const uint64_t word = bits_[static_cast<size_t>(b >> 6)] >> (b & 63);
-            if (word) {
-                const int64_t at = b + std::countr_zero(word);
-                return at <= b1 ? at - b0 : -1;
-            }
-            b = (b | 63) + 1;
-        }
-        return -1;
-    }
-    // Offset back from b1 of the last set bit in [b0, b1], or -1.
-    int64_t last_set(int64_t b0, int64_t b1) const {
-        for (int64_t b = b1; b >= b0;) {
-            const uint64_t word = bits_[static_cast<size_t>(b >> 6)] << (63 - (b & 63));
-            if (word) {
-                const int64_t at = b - std::countl_zero(word);
-                return at >= b0 ? b1 - at : -1;
-            }
-            b = (b & ~int64_t{63}) - 1;
-        }
-        return -1;
     }
 
     std::span<const ClusterResidue> res_;
@@ -334,10 +285,7 @@ private:
     std::vector<Cursor> cursor_;
     std::vector<int64_t> adj_start_, lake_cursor_;
     std::vector<int32_t> adj_;
-    int64_t r0_ = 0, c0_ = 0, rows_ = 0, cols_ = 0;
-    std::vector<uint64_t> bits_;       // plaquettes of the bounding box holding residues
-    std::vector<int32_t> word_rank_;   // occupied plaquettes before each bitmap word
-    std::vector<int32_t> first_;       // occupied plaquette -> its first residue (and n at the end)
+    PlaquetteBitmap occupied_;
     struct Top {
         EdgeKey key;
         int32_t root;
