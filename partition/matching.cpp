@@ -5,8 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "kernels/plaquette_bitmap.h"
-
 namespace tessera {
 
 namespace {
@@ -28,70 +26,71 @@ private:
     std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-// The connected sets of candidate edges (docs/ARCHITECTURE.md section 3.4) over residues
-// sorted by id: residues of one plaquette, residues within R, residues of one inner lake. Each
-// residue joins, in the rows below it, the first and the last residue in reach (residues of
-// one row less than R apart join through their own scans, so the rest of the row is theirs),
-// and in its own row the nearest one to its right.
-class CandidateSets {
+// Connected sets of residues, coarsely: cells of side radius + 1 (two residues a candidate edge
+// joins lie in the same or 8-adjacent cells) joined when adjacent or when residues in them
+// touch one lake. Every candidate-connected set lies in one class, so a class is closed under
+// candidate edges.
+class CellClasses {
 public:
-    CandidateSets(std::span<const ClusterResidue> res, int64_t R, int64_t H, int64_t W) : parent_(res.size()) {
-        for (size_t i = 0; i < parent_.size(); ++i) parent_[i] = static_cast<int32_t>(i);
-        const PlaquetteBitmap occupied(res, H, W);
-        auto join_plaquette = [&](int32_t i, int64_t b) {
-            if (b >= 0) join(i, occupied.residues(b).first);
-        };
-        for (size_t k = 0; k < res.size(); ++k) {
-            const int32_t i = static_cast<int32_t>(k);
-            const Residue& a = res[k].res;
-            if (k > 0 && res[k - 1].res.r == a.r && res[k - 1].res.c == a.c) join(i, i - 1);
-            int64_t b0, b1;
-            if (occupied.row_span(a.r, a.c + 1, a.c + R, b0, b1)) join_plaquette(i, occupied.first_set(b0, b1));
-            for (int64_t dr = 1; dr <= R; ++dr)
-                if (occupied.row_span(a.r + dr, a.c - (R - dr), a.c + (R - dr), b0, b1)) {
-                    join_plaquette(i, occupied.first_set(b0, b1));
-                    join_plaquette(i, occupied.last_set(b0, b1));
-                }
+    CellClasses(std::span<const ClusterResidue> res, int64_t side, int64_t W) : side_(side), ncc_((W + side - 1) / side) {
+        keys_.reserve(res.size());
+        for (const ClusterResidue& x : res) keys_.push_back(key(x.res.r, x.res.c));
+        std::sort(keys_.begin(), keys_.end());
+        keys_.erase(std::unique(keys_.begin(), keys_.end()), keys_.end());
+        parent_.resize(keys_.size());
+        for (size_t i = 0; i < parent_.size(); ++i) parent_[i] = static_cast<int64_t>(i);
+        for (size_t i = 0; i < keys_.size(); ++i) {
+            const int64_t y = keys_[i] / ncc_, x = keys_[i] % ncc_;
+            for (const auto& [dy, dx] : {std::pair<int64_t, int64_t>{0, 1}, {1, -1}, {1, 0}, {1, 1}}) {
+                if (x + dx < 0 || x + dx >= ncc_) continue;
+                const int64_t j = index((y + dy) * ncc_ + x + dx);
+                if (j >= 0) join(static_cast<int64_t>(i), j);
+            }
         }
-        std::vector<std::pair<int64_t, int32_t>> lake_res;
-        for (size_t k = 0; k < res.size(); ++k)
-            for (int64_t l : res[k].lake)
-                if (l >= 0) lake_res.push_back({l, static_cast<int32_t>(k)});
-        std::sort(lake_res.begin(), lake_res.end());
-        for (size_t k = 1; k < lake_res.size(); ++k)
-            if (lake_res[k].first == lake_res[k - 1].first) join(lake_res[k].second, lake_res[k - 1].second);
+        std::vector<std::pair<int64_t, int64_t>> lake_cell;
+        for (const ClusterResidue& x : res)
+            for (int64_t l : x.lake)
+                if (l >= 0) lake_cell.push_back({l, index(key(x.res.r, x.res.c))});
+        std::sort(lake_cell.begin(), lake_cell.end());
+        for (size_t k = 1; k < lake_cell.size(); ++k)
+            if (lake_cell[k].first == lake_cell[k - 1].first) join(lake_cell[k].second, lake_cell[k - 1].second);
     }
-    // The set of residue i: its smallest member's index.
-    int32_t of(size_t i) { return find(static_cast<int32_t>(i)); }
+    int64_t of(const Residue& x) { return find(index(key(x.r, x.c))); }
+    size_t size() const { return keys_.size(); }
 
 private:
-    int32_t find(int32_t x) {
-        while (parent_[static_cast<size_t>(x)] != x)
-            x = parent_[static_cast<size_t>(x)] = parent_[static_cast<size_t>(parent_[static_cast<size_t>(x)])];
+    int64_t key(int64_t r, int64_t c) const { return r / side_ * ncc_ + c / side_; }
+    int64_t index(int64_t k) const {
+        auto it = std::lower_bound(keys_.begin(), keys_.end(), k);
+        return it != keys_.end() && *it == k ? it - keys_.begin() : -1;
+    }
+    int64_t find(int64_t x) {
+        while (parent_[static_cast<size_t>(x)] != x) x = parent_[static_cast<size_t>(x)] = parent_[static_cast<size_t>(parent_[static_cast<size_t>(x)])];
         return x;
     }
-    void join(int32_t a, int32_t b) {
+    void join(int64_t a, int64_t b) {
         a = find(a), b = find(b);
         if (a != b) parent_[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
     }
-    std::vector<int32_t> parent_;
+    int64_t side_, ncc_;
+    std::vector<int64_t> keys_, parent_;
 };
 
 void add(MatchStats& st, const ClusterStats& c) {
     st.pairs += c.pairs, st.ground_cuts += c.ground_cuts, st.lake_joins += c.lake_joins;
 }
 
-// The rule on `set` (sorted by id), connected set by connected set on OpenMP threads: each is
-// closed under candidate edges, so it is decided alone and the cuts are the same as in one call.
+// The rule on `set` (sorted by id), class by class on OpenMP threads: classes are closed under
+// candidate edges, so each is decided alone and the cuts are the same as in one call.
 void cut_clusters_by_class(const std::vector<ClusterResidue>& set, int64_t H, int64_t W, int64_t R, std::vector<Cut>& out,
                            ClusterStats& st) {
     if (set.size() < 4096) {
         cut_clusters(set, H, W, R, out, st);
         return;
     }
-    CandidateSets sets(set, R, H, W);
-    std::vector<std::pair<int32_t, int32_t>> by_class(set.size());
-    for (size_t i = 0; i < set.size(); ++i) by_class[i] = {sets.of(i), static_cast<int32_t>(i)};
+    CellClasses classes(set, R + 1, W);
+    std::vector<std::pair<int64_t, int32_t>> by_class(set.size());
+    for (size_t i = 0; i < set.size(); ++i) by_class[i] = {classes.of(set[i].res), static_cast<int32_t>(i)};
     std::sort(by_class.begin(), by_class.end());  // ids stay ascending inside a class
     std::vector<std::pair<size_t, size_t>> spans;  // [begin, end) in by_class, largest first
     for (size_t b = 0; b < by_class.size();) {
@@ -104,7 +103,7 @@ void cut_clusters_by_class(const std::vector<ClusterResidue>& set, int64_t H, in
         return x.second - x.first != y.second - y.first ? x.second - x.first > y.second - y.first : x.first < y.first;
     });
     if (std::getenv("TESSERA_TRACE"))
-        std::fprintf(stderr, "tessera: matching/sets      %zu residues in %zu connected sets, largest %zu\n", set.size(),
+        std::fprintf(stderr, "tessera: matching/classes   %zu residues in %zu classes, largest %zu\n", set.size(),
                      spans.size(), spans.empty() ? size_t{0} : spans.front().second - spans.front().first);
     std::vector<std::vector<Cut>> cuts(spans.size());
     std::vector<ClusterStats> stats(spans.size());
@@ -188,30 +187,24 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     send = {};
     trace("halo");
 
-    // Sets that hold a halo residue, or an owned one near the border or on a lake that may
-    // reach out, are shared: decided on every rank from every rank's part. The local set is
-    // sorted by id; order[k] < n_own: owned residue order[k], else a halo residue.
+    // Classes that hold a halo residue, or an owned one near the border or on a lake that may
+    // reach out, are shared: decided on every rank from every rank's part.
     std::vector<ClusterResidue> local(mine);
     local.insert(local.end(), halo.begin(), halo.end());
-    std::vector<int32_t> order(local.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = static_cast<int32_t>(k);
-    std::sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return local[x].res.id < local[y].res.id; });
-    std::vector<ClusterResidue> sorted(local.size());
-    for (size_t k = 0; k < order.size(); ++k) sorted[k] = local[static_cast<size_t>(order[k])];
-    CandidateSets sets(sorted, R, H, W);
-    std::vector<uint8_t> shared_set(sorted.size(), 0);
-    for (size_t k = 0; k < order.size(); ++k) {
-        const int32_t from = order[k];
-        if (from >= n_own || near_border[static_cast<size_t>(from)]) shared_set[static_cast<size_t>(sets.of(k))] = 1;
-    }
+    CellClasses classes(local, R + 1, W);
+    std::vector<uint8_t> shared_class(classes.size(), 0);
+    for (const ClusterResidue& x : halo) shared_class[static_cast<size_t>(classes.of(x.res))] = 1;
+    for (int64_t i = 0; i < n_own; ++i)
+        if (near_border[static_cast<size_t>(i)]) shared_class[static_cast<size_t>(classes.of(owned[static_cast<size_t>(i)]))] = 1;
     std::vector<ClusterResidue> interior, shared_mine;
-    for (size_t k = 0; k < order.size(); ++k)
-        if (order[k] < n_own) (shared_set[static_cast<size_t>(sets.of(k))] ? shared_mine : interior).push_back(sorted[k]);
+    for (int64_t i = 0; i < n_own; ++i)
+        (shared_class[static_cast<size_t>(classes.of(owned[static_cast<size_t>(i)]))] ? shared_mine : interior)
+            .push_back(mine[static_cast<size_t>(i)]);
     local = {};
     mine = {};
     trace("classes");
 
-    // Interior sets: this rank alone. Their pair cuts stay inside its region; their ground
+    // Interior classes: this rank alone. Their pair cuts stay inside its region; their ground
     // cuts run to the image border and go to every rank.
     ClusterStats cs_own;
     std::vector<Cut> own_cuts;
