@@ -44,7 +44,7 @@ public:
         parent_.resize(N), size_.assign(N, 1), charge_.assign(N, 0);
         for (size_t v = 0; v < N; ++v) parent_[v] = static_cast<int32_t>(v);
         for (int32_t i = 0; i < n_; ++i) charge_[static_cast<size_t>(i)] = res[static_cast<size_t>(i)].res.sign;
-        key_.resize(N), target_.assign(N, -1), child_.assign(N, -1), sibling_.assign(N, -1), heap_.assign(N, -1);
+        node_.assign(N, Node{}), heap_.assign(N, -1);
         cursor_.assign(static_cast<size_t>(n_), Cursor{});
         // Each lake's residues, ascending (the lake's edges in key order).
         adj_start_.assign(static_cast<size_t>(L) + 1, 0);
@@ -73,19 +73,19 @@ public:
             const auto [key, x] = pq_.top();
             pq_.pop();
             if (find(x) != x || !open(x) || heap_[static_cast<size_t>(x)] < 0 ||
-                !(key_[static_cast<size_t>(heap_[static_cast<size_t>(x)])] == key))
+                !(node_[static_cast<size_t>(heap_[static_cast<size_t>(x)])].key == key))
                 continue;  // stale: the cluster was joined, closed, or its best edge changed
             const int32_t m = heap_[static_cast<size_t>(x)];
-            const EdgeKey e = key_[static_cast<size_t>(m)];
+            const EdgeKey e = node_[static_cast<size_t>(m)].key;
             heap_[static_cast<size_t>(x)] = pop_min(m);
-            if (target_[static_cast<size_t>(m)] == -1) {  // a lake with no shore left outside
+            if (node_[static_cast<size_t>(m)].target == -1) {  // a lake with no shore left outside
                 offer(x);
                 continue;
             }
-            const int32_t t = target_[static_cast<size_t>(m)] == kPartial ? x : find(target_[static_cast<size_t>(m)]);
+            const int32_t t = node_[static_cast<size_t>(m)].target == kPartial ? x : find(node_[static_cast<size_t>(m)].target);
             if (t == x) {  // a lower bound (or the far end joined since): m's next edge, searched
                            // no farther than the next key anywhere, which then comes first
-                EdgeKey bound = heap_[static_cast<size_t>(x)] >= 0 ? key_[static_cast<size_t>(heap_[static_cast<size_t>(x)])] : EdgeKey{};
+                EdgeKey bound = heap_[static_cast<size_t>(x)] >= 0 ? node_[static_cast<size_t>(heap_[static_cast<size_t>(x)])].key : EdgeKey{};
                 if (!pq_.empty() && pq_.top().key < bound) bound = pq_.top().key;
                 refresh(m, bound);
                 heap_[static_cast<size_t>(x)] = meld(heap_[static_cast<size_t>(x)], m);
@@ -98,7 +98,7 @@ public:
             } else if (e.hi >= kLakeKeyBase) {
                 ++st.lake_joins;
             } else {
-                out.push_back(make_pair_cut(res_[static_cast<size_t>(m)].res, res_[static_cast<size_t>(target_[static_cast<size_t>(m)])].res));
+                out.push_back(make_pair_cut(res_[static_cast<size_t>(m)].res, res_[static_cast<size_t>(node_[static_cast<size_t>(m)].target)].res));
                 ++st.pairs;
             }
             // m goes back with its old key, now a stale lower bound: it is searched again only
@@ -136,28 +136,28 @@ private:
     // The cluster's best edge goes on the global queue (stale copies are skipped when popped).
     void offer(int32_t root) {
         const int32_t h = heap_[static_cast<size_t>(root)];
-        if (h >= 0) pq_.push({key_[static_cast<size_t>(h)], root});
+        if (h >= 0) pq_.push({node_[static_cast<size_t>(h)].key, root});
     }
 
     // Pairing heap of a cluster's members, one node per member, keyed by its best edge.
     int32_t meld(int32_t a, int32_t b) {
         if (a < 0) return b;
         if (b < 0) return a;
-        if (key_[static_cast<size_t>(b)] < key_[static_cast<size_t>(a)]) std::swap(a, b);
-        sibling_[static_cast<size_t>(b)] = child_[static_cast<size_t>(a)];
-        child_[static_cast<size_t>(a)] = b;
+        if (node_[static_cast<size_t>(b)].key < node_[static_cast<size_t>(a)].key) std::swap(a, b);
+        node_[static_cast<size_t>(b)].sibling = node_[static_cast<size_t>(a)].child;
+        node_[static_cast<size_t>(a)].child = b;
         return a;
     }
     int32_t pop_min(int32_t top) {
         std::vector<int32_t>& kids = scratch_;
         kids.clear();
-        for (int32_t c = child_[static_cast<size_t>(top)]; c >= 0;) {
-            const int32_t nx = sibling_[static_cast<size_t>(c)];
-            sibling_[static_cast<size_t>(c)] = -1;
+        for (int32_t c = node_[static_cast<size_t>(top)].child; c >= 0;) {
+            const int32_t nx = node_[static_cast<size_t>(c)].sibling;
+            node_[static_cast<size_t>(c)].sibling = -1;
             kids.push_back(c);
             c = nx;
         }
-        child_[static_cast<size_t>(top)] = -1;
+        node_[static_cast<size_t>(top)].child = -1;
         if (kids.empty()) return -1;
         size_t k = 0;
         for (; k + 1 < kids.size(); k += 2) kids[k / 2] = meld(kids[k], kids[k + 1]);
@@ -207,8 +207,8 @@ private:
                 best = EdgeKey{cursor_[static_cast<size_t>(v)].w, INT64_MIN, INT64_MIN}, tgt = kPartial;
             }
         }
-        key_[static_cast<size_t>(v)] = best;
-        target_[static_cast<size_t>(v)] = tgt;
+        node_[static_cast<size_t>(v)].key = best;
+        node_[static_cast<size_t>(v)].target = tgt;
     }
 
     // Walks v's cursor past residues of v's cluster; returns the first one outside no farther
@@ -280,8 +280,12 @@ private:
     std::vector<int32_t> parent_, size_;
     std::vector<int64_t> charge_;
     // Per node (residues, then lakes): its best edge, the heap links, the cluster's heap top.
-    std::vector<EdgeKey> key_;
-    std::vector<int32_t> target_, child_, sibling_, heap_, scratch_;
+    struct Node {  // one cache line's worth: a heap step touches one place
+        EdgeKey key;
+        int32_t target = -1, child = -1, sibling = -1;
+    };
+    std::vector<Node> node_;
+    std::vector<int32_t> heap_, scratch_;
     std::vector<Cursor> cursor_;
     std::vector<int64_t> adj_start_, lake_cursor_;
     std::vector<int32_t> adj_;
