@@ -134,7 +134,9 @@ scancel)
   job=$(TESSERA=$tessera submit "${cpu_job[@]}" "$d/big/topo_wrapped.tif" out.h5) || fail "sbatch"
   for _ in $(seq 600); do
     compgen -G 'out.h5.tmp*' >/dev/null && grep -q "tessera: read" "tessera-$job.out" 2>/dev/null && break
-    [ "$(field "$job" JobState)" = RUNNING ] || [ "$(field "$job" JobState)" = PENDING ] || break
+    case "$(field "$job" JobState)" in  # wait through PENDING, CONFIGURING, RUNNING; stop when it ended
+      COMPLETED | FAILED | CANCELLED | TIMEOUT | OUT_OF_MEMORY | NODE_FAIL | BOOT_FAIL | DEADLINE | PREEMPTED) break ;;
+    esac
     sleep 0.1
   done
   state=$(field "$job" JobState)
