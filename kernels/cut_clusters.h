@@ -26,6 +26,10 @@ struct ClusterStats {
     int64_t pairs = 0;        // cuts between two residues
     int64_t ground_cuts = 0;  // cuts to the image border
     int64_t lake_joins = 0;   // residues discharged into a lake (no cut)
+    ClusterStats& operator+=(const ClusterStats& o) {
+        pairs += o.pairs, ground_cuts += o.ground_cuts, lake_joins += o.lake_joins;
+        return *this;
+    }
 };
 
 // The cuts of `res` (sorted by id, closed under candidate edges) by section 3's rule with

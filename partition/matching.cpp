@@ -117,7 +117,7 @@ void cut_clusters_by_class(const std::vector<ClusterResidue>& set, int64_t H, in
     }
     for (size_t k = 0; k < spans.size(); ++k) {
         out.insert(out.end(), cuts[k].begin(), cuts[k].end());
-        st.pairs += stats[k].pairs, st.ground_cuts += stats[k].ground_cuts, st.lake_joins += stats[k].lake_joins;
+        st += stats[k];
     }
 }
 
