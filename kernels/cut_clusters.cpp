@@ -1,11 +1,10 @@
-// Section 3's rule, serially: every residue starts as an open cluster (charge +-1); while an
-// open cluster exists, the smallest candidate edge (weight, lower id, higher id) leaving any
-// open cluster is accepted and joins its two ends. A cluster is open while its charge is not
+// Section 3's rule in rounds: every residue starts as an open cluster (charge +-1); in each
+// round every open cluster takes the smallest candidate edge (weight, lower id, higher id)
+// leaving it, and all of them are accepted at once. A cluster is open while its charge is not
 // zero and it does not hold the ground. Each node keeps its best edge leaving its cluster when
 // it was computed (clusters only grow, so it stays a lower bound, exact while its far end is
-// still outside) in its cluster's pairing heap; heaps meld when clusters join, so a closed
-// cluster's members need no new search when an open one takes it. A global queue holds each
-// open cluster's heap top.
+// still outside) in its cluster's pairing heap; heaps meld when clusters join. The clusters'
+// searches within a round read only the round's partition, so they run on threads.
 #include "kernels/cut_clusters.h"
 
 #include "kernels/plaquette_bitmap.h"
@@ -13,7 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <queue>
+#include <stdexcept>
 
 
 namespace tessera {
@@ -42,7 +41,8 @@ public:
         ground_ = n_ + L;
         const size_t N = static_cast<size_t>(ground_) + 1;
         parent_.resize(N), size_.assign(N, 1), charge_.assign(N, 0);
-        for (size_t v = 0; v < N; ++v) parent_[v] = static_cast<int32_t>(v);
+        next_member_.assign(N, -1), last_member_.resize(N);
+        for (size_t v = 0; v < N; ++v) parent_[v] = last_member_[v] = static_cast<int32_t>(v);
         for (int32_t i = 0; i < n_; ++i) charge_[static_cast<size_t>(i)] = res[static_cast<size_t>(i)].res.sign;
         node_.assign(N, Node{}), heap_.assign(N, -1);
         cursor_.assign(static_cast<size_t>(n_), Cursor{});
@@ -64,79 +64,133 @@ public:
     }
 
     void run(std::vector<Cut>& out, ClusterStats& st) {
+#pragma omp parallel for schedule(dynamic, 1024) if (static_cast<size_t>(ground_) >= kThreadsFrom)
         for (int32_t v = 0; v < ground_; ++v) {
             refresh(v, EdgeKey{});
             heap_[static_cast<size_t>(v)] = v;
-            if (v < n_) offer(v);  // lakes start balanced: closed until an open cluster takes one
         }
-        while (!pq_.empty()) {
-            const auto [key, x] = pq_.top();
-            pq_.pop();
-            if (find(x) != x || !open(x) || heap_[static_cast<size_t>(x)] < 0 ||
-                !(node_[static_cast<size_t>(heap_[static_cast<size_t>(x)])].key == key))
-                continue;  // stale: the cluster was joined, closed, or its best edge changed
-            const int32_t m = heap_[static_cast<size_t>(x)];
-            const EdgeKey e = node_[static_cast<size_t>(m)].key;
-            heap_[static_cast<size_t>(x)] = pop_min(m);
-            if (node_[static_cast<size_t>(m)].target == -1) {  // a lake with no shore left outside
-                offer(x);
-                continue;
+        std::vector<int32_t> open(static_cast<size_t>(n_)), next;  // lakes start balanced: closed
+        for (int32_t i = 0; i < n_; ++i) open[static_cast<size_t>(i)] = i;
+        std::vector<Pick> pick;
+        std::vector<int32_t> slot(static_cast<size_t>(ground_) + 1, -1);
+        std::vector<uint32_t> stamp(slot.size(), 0);
+        std::vector<int64_t> at;  // each pick's place in `out`, or -1
+        std::vector<int32_t> lower;  // each new cut's lower-id residue
+        const size_t first = out.size();
+        for (uint32_t round = 1; !open.empty(); ++round) {
+            const size_t n_open = open.size();
+            pick.resize(n_open), at.resize(n_open);
+            const size_t base = out.size();
+#pragma omp parallel if (n_open >= kThreadsFrom)
+            {
+                std::vector<int32_t> scratch;
+#pragma omp for schedule(dynamic, 64)
+                for (size_t i = 0; i < n_open; ++i) pick[i] = best_leaving(open[i], scratch);
+#pragma omp for schedule(static)
+                for (size_t i = 0; i < n_open; ++i) slot[static_cast<size_t>(open[i])] = static_cast<int32_t>(i);
+                // Two open clusters can take the same edge: it is accepted once.
+#pragma omp for schedule(static)
+                for (size_t i = 0; i < n_open; ++i) {
+                    const int32_t y = slot[static_cast<size_t>(pick[i].to)];
+                    const bool twice = y >= 0 && pick[static_cast<size_t>(y)].key == pick[i].key;
+                    at[i] = (twice && open[i] > pick[i].to) ? -2 : (pick[i].key.hi >= kLakeKeyBase && pick[i].key.hi != kGroundId) ? -1 : 0;
+                }
+#pragma omp single
+                {
+                    int64_t next_at = static_cast<int64_t>(base);
+                    for (size_t i = 0; i < n_open; ++i) {
+                        if (at[i] == -1) ++st.lake_joins;
+                        if (at[i] != 0) continue;
+                        ++(pick[i].key.hi == kGroundId ? st.ground_cuts : st.pairs);
+                        at[i] = next_at++;
+                    }
+                    out.resize(static_cast<size_t>(next_at)), lower.resize(out.size() - first);
+                }
+#pragma omp for schedule(static)
+                for (size_t i = 0; i < n_open; ++i) {
+                    slot[static_cast<size_t>(open[i])] = -1;
+                    if (at[i] < 0) continue;
+                    out[static_cast<size_t>(at[i])] = cut_of(pick[i]);
+                    const int32_t t = node_[static_cast<size_t>(pick[i].node)].target;
+                    lower[static_cast<size_t>(at[i]) - first] = pick[i].key.hi == kGroundId ? pick[i].node : std::min(pick[i].node, t);
+                }
             }
-            const int32_t t = node_[static_cast<size_t>(m)].target == kPartial ? x : find(node_[static_cast<size_t>(m)].target);
-            if (t == x) {  // a lower bound (or the far end joined since): m's next edge, searched
-                           // no farther than the next key anywhere, which then comes first
-                EdgeKey bound = heap_[static_cast<size_t>(x)] >= 0 ? node_[static_cast<size_t>(heap_[static_cast<size_t>(x)])].key : EdgeKey{};
-                if (!pq_.empty() && pq_.top().key < bound) bound = pq_.top().key;
-                refresh(m, bound);
-                heap_[static_cast<size_t>(x)] = meld(heap_[static_cast<size_t>(x)], m);
-                offer(x);
-                continue;
+            for (size_t i = 0; i < n_open; ++i) unite(root(open[i]), root(pick[i].to));
+            next.clear();
+            for (const int32_t x : open) {
+                const int32_t r = root(x);
+                if (is_open(r) && stamp[static_cast<size_t>(r)] != round) stamp[static_cast<size_t>(r)] = round, next.push_back(r);
             }
-            if (e.hi == kGroundId) {
-                out.push_back(make_ground_cut(res_[static_cast<size_t>(m)].res, H_, W_));
-                ++st.ground_cuts;
-            } else if (e.hi >= kLakeKeyBase) {
-                ++st.lake_joins;
-            } else {
-                out.push_back(make_pair_cut(res_[static_cast<size_t>(m)].res, res_[static_cast<size_t>(node_[static_cast<size_t>(m)].target)].res));
-                ++st.pairs;
-            }
-            // m goes back with its old key, now a stale lower bound: it is searched again only
-            // if it tops an open cluster's heap (most members of closed clusters never are).
-            const int32_t root = unite(x, t);
-            heap_[static_cast<size_t>(root)] = meld(heap_[static_cast<size_t>(root)], m);
-            if (open(root)) offer(root);
+            std::swap(open, next);
         }
+        sort_cuts(out, first, lower);
     }
 
 private:
+    static constexpr size_t kThreadsFrom = 2048;  // fewer clusters than this: one thread
+    struct Pick {
+        EdgeKey key;
+        int32_t node = -1, to = -1;  // the member whose edge it is; the far end's cluster
+    };
+
+    // Cluster x's smallest edge leaving it: its heap top once that is exact and points out.
+    Pick best_leaving(int32_t x, std::vector<int32_t>& scratch) {
+        int32_t& top = heap_[static_cast<size_t>(x)];
+        for (;;) {
+            const int32_t m = top;
+            if (m < 0) throw std::logic_error("cut_clusters: an open cluster has no edge leaving it");
+            const Node& nd = node_[static_cast<size_t>(m)];
+            if (nd.target >= 0 && root(nd.target) != x) return Pick{nd.key, m, root(nd.target)};
+            top = pop_min(m, scratch);
+            if (nd.target == -1) continue;  // a lake with no shore left outside
+            // A lower bound, or the far end joined since: m's next edge, searched no farther
+            // than the heap's next key, which then comes first.
+            refresh(m, top >= 0 ? node_[static_cast<size_t>(top)].key : EdgeKey{});
+            top = meld(top, m);
+        }
+    }
+
+    // out[first..] into cut_order: by the lower-id residue's index (residues are in id order),
+    // counted, then each residue's few cuts by their other end.
+    void sort_cuts(std::vector<Cut>& out, size_t first, const std::vector<int32_t>& lower) const {
+        std::vector<int64_t> start(static_cast<size_t>(n_) + 1, 0);
+        for (const int32_t v : lower) ++start[static_cast<size_t>(v) + 1];
+        for (size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
+        std::vector<Cut> sorted(lower.size());
+        std::vector<int64_t> fill(start.begin(), start.end() - 1);
+        for (size_t k = 0; k < lower.size(); ++k) sorted[static_cast<size_t>(fill[static_cast<size_t>(lower[k])]++)] = out[first + k];
+        for (size_t v = 0; v < static_cast<size_t>(n_); ++v)
+            if (start[v + 1] - start[v] > 1) std::sort(sorted.begin() + start[v], sorted.begin() + start[v + 1], cut_order);
+        std::copy(sorted.begin(), sorted.end(), out.begin() + static_cast<std::ptrdiff_t>(first));
+    }
+
+    Cut cut_of(const Pick& p) const {
+        const Residue& a = res_[static_cast<size_t>(p.node)].res;
+        if (p.key.hi == kGroundId) return make_ground_cut(a, H_, W_);
+        return make_pair_cut(a, res_[static_cast<size_t>(node_[static_cast<size_t>(p.node)].target)].res);
+    }
+
     int32_t lake_index(int64_t id) const {
         return static_cast<int32_t>(std::lower_bound(lake_ids_.begin(), lake_ids_.end(), id) - lake_ids_.begin());
     }
-    int32_t find(int32_t x) {
-        while (parent_[static_cast<size_t>(x)] != x) {
-            parent_[static_cast<size_t>(x)] = parent_[static_cast<size_t>(parent_[static_cast<size_t>(x)])];
-            x = parent_[static_cast<size_t>(x)];
-        }
-        return x;
-    }
-    // unite() keeps the ground node its class's root.
-    bool open(int32_t root) const { return root != ground_ && charge_[static_cast<size_t>(root)] != 0; }
+    // Every node points at its cluster's root directly (unite relabels the smaller side), so
+    // the searches read the partition without writing it.
+    int32_t root(int32_t x) const { return parent_[static_cast<size_t>(x)]; }
+    bool is_open(int32_t r) const { return r != ground_ && charge_[static_cast<size_t>(r)] != 0; }
     // Joins two roots (their member heaps too); the ground stays its class's root, otherwise
-    // the larger class's root. Returns the new root.
-    int32_t unite(int32_t a, int32_t b) {
+    // the larger class's root.
+    void unite(int32_t a, int32_t b) {
+        if (a == b) return;
         if (b == ground_ || (a != ground_ && size_[static_cast<size_t>(b)] > size_[static_cast<size_t>(a)])) std::swap(a, b);
-        parent_[static_cast<size_t>(b)] = a;
+        for (int32_t v = b; v >= 0; v = next_member_[static_cast<size_t>(v)]) parent_[static_cast<size_t>(v)] = a;
+        if (a != ground_) {  // the ground's members are never relabelled again: no list
+            next_member_[static_cast<size_t>(last_member_[static_cast<size_t>(a)])] = b;
+            last_member_[static_cast<size_t>(a)] = last_member_[static_cast<size_t>(b)];
+        }
         size_[static_cast<size_t>(a)] += size_[static_cast<size_t>(b)];
         charge_[static_cast<size_t>(a)] += charge_[static_cast<size_t>(b)];
         heap_[static_cast<size_t>(a)] = meld(heap_[static_cast<size_t>(a)], heap_[static_cast<size_t>(b)]);
         heap_[static_cast<size_t>(b)] = -1;
-        return a;
-    }
-    // The cluster's best edge goes on the global queue (stale copies are skipped when popped).
-    void offer(int32_t root) {
-        const int32_t h = heap_[static_cast<size_t>(root)];
-        if (h >= 0) pq_.push({node_[static_cast<size_t>(h)].key, root});
     }
 
     // Pairing heap of a cluster's members, one node per member, keyed by its best edge.
@@ -148,8 +202,7 @@ private:
         node_[static_cast<size_t>(a)].child = b;
         return a;
     }
-    int32_t pop_min(int32_t top) {
-        std::vector<int32_t>& kids = scratch_;
+    int32_t pop_min(int32_t top, std::vector<int32_t>& kids) {
         kids.clear();
         for (int32_t c = node_[static_cast<size_t>(top)].child; c >= 0;) {
             const int32_t nx = node_[static_cast<size_t>(c)].sibling;
@@ -171,13 +224,13 @@ private:
     // Node v's best edge leaving its cluster, or a lower bound of it when that edge lies beyond
     // `bound` (target kPartial: searched on when it tops its heap); target -1 when none.
     void refresh(int32_t v, const EdgeKey& bound) {
-        const int32_t rv = find(v);
+        const int32_t rv = root(v);
         EdgeKey best{};
         int32_t tgt = -1;
         if (v >= n_) {  // a lake: its edges weigh 0 and come in its residues' id order
             const size_t l = static_cast<size_t>(v - n_);
             int64_t& cur = lake_cursor_[l];
-            while (cur < adj_start_[l + 1] && find(adj_[static_cast<size_t>(cur)]) == rv) ++cur;
+            while (cur < adj_start_[l + 1] && root(adj_[static_cast<size_t>(cur)]) == rv) ++cur;
             if (cur < adj_start_[l + 1]) {
                 tgt = adj_[static_cast<size_t>(cur)];
                 best = EdgeKey{0, res_[static_cast<size_t>(tgt)].res.id, kLakeKeyBase + lake_ids_[l]};
@@ -194,7 +247,7 @@ private:
                 } else if (l >= 0) {
                     const int32_t ln = n_ + lake_index(l);
                     const EdgeKey k{0, a.id, kLakeKeyBase + l};
-                    if (k < best && find(ln) != rv) best = k, tgt = ln;
+                    if (k < best && root(ln) != rv) best = k, tgt = ln;
                 }
             }
             const int64_t need = std::min(radius_, best.w);  // pairs farther never win
@@ -242,7 +295,7 @@ private:
                 if (!occupied_.test(b)) continue;
                 const auto [first, end] = occupied_.residues(b);
                 for (int32_t j = first + cu.s; j < end; ++j, ++cu.s)
-                    if (j != v && find(j) != rv) {
+                    if (j != v && root(j) != rv) {
                         w_out = cu.w;
                         return j;
                     }
@@ -277,7 +330,7 @@ private:
     int64_t H_, W_, radius_;
     int32_t n_, ground_ = 0;
     std::vector<int64_t> lake_ids_;
-    std::vector<int32_t> parent_, size_;
+    std::vector<int32_t> parent_, size_, next_member_, last_member_;  // root; a root's member list
     std::vector<int64_t> charge_;
     // Per node (residues, then lakes): its best edge, the heap links, the cluster's heap top.
     struct Node {  // one cache line's worth: a heap step touches one place
@@ -285,17 +338,11 @@ private:
         int32_t target = -1, child = -1, sibling = -1;
     };
     std::vector<Node> node_;
-    std::vector<int32_t> heap_, scratch_;
+    std::vector<int32_t> heap_;
     std::vector<Cursor> cursor_;
     std::vector<int64_t> adj_start_, lake_cursor_;
     std::vector<int32_t> adj_;
     PlaquetteBitmap occupied_;
-    struct Top {
-        EdgeKey key;
-        int32_t root;
-        bool operator>(const Top& o) const { return o.key < key; }
-    };
-    std::priority_queue<Top, std::vector<Top>, std::greater<Top>> pq_;
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Charge-balanced cut clusters (docs/ARCHITECTURE.md section 3): the serial rule over one set
+// Charge-balanced cut clusters (docs/ARCHITECTURE.md section 3): the rule's rounds over one set
 // of residues that is closed under candidate edges. Backend-neutral host code, written once;
 // partition/matching.cpp decides which residues form such a set on which rank.
 #pragma once
@@ -33,7 +33,7 @@ struct ClusterStats {
 };
 
 // The cuts of `res` (sorted by id, closed under candidate edges) by section 3's rule with
-// pair radius `radius`, appended to `out` in acceptance order. H, W: the image.
+// pair radius `radius`, appended to `out` in cut_order. H, W: the image.
 void cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, std::vector<Cut>& out,
                   ClusterStats& stats);
 

@@ -80,47 +80,6 @@ void add(MatchStats& st, const ClusterStats& c) {
     st.pairs += c.pairs, st.ground_cuts += c.ground_cuts, st.lake_joins += c.lake_joins;
 }
 
-// The rule on `set` (sorted by id), class by class on OpenMP threads: classes are closed under
-// candidate edges, so each is decided alone and the cuts are the same as in one call.
-void cut_clusters_by_class(const std::vector<ClusterResidue>& set, int64_t H, int64_t W, int64_t R, std::vector<Cut>& out,
-                           ClusterStats& st) {
-    if (set.size() < 4096) {
-        cut_clusters(set, H, W, R, out, st);
-        return;
-    }
-    CellClasses classes(set, R + 1, W);
-    std::vector<std::pair<int64_t, int32_t>> by_class(set.size());
-    for (size_t i = 0; i < set.size(); ++i) by_class[i] = {classes.of(set[i].res), static_cast<int32_t>(i)};
-    std::sort(by_class.begin(), by_class.end());  // ids stay ascending inside a class
-    std::vector<std::pair<size_t, size_t>> spans;  // [begin, end) in by_class, largest first
-    for (size_t b = 0; b < by_class.size();) {
-        size_t e = b;
-        while (e < by_class.size() && by_class[e].first == by_class[b].first) ++e;
-        spans.push_back({b, e});
-        b = e;
-    }
-    std::sort(spans.begin(), spans.end(), [](const auto& x, const auto& y) {
-        return x.second - x.first != y.second - y.first ? x.second - x.first > y.second - y.first : x.first < y.first;
-    });
-    if (std::getenv("TESSERA_TRACE"))
-        std::fprintf(stderr, "tessera: matching/classes   %zu residues in %zu classes, largest %zu\n", set.size(),
-                     spans.size(), spans.empty() ? size_t{0} : spans.front().second - spans.front().first);
-    std::vector<std::vector<Cut>> cuts(spans.size());
-    std::vector<ClusterStats> stats(spans.size());
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t k = 0; k < static_cast<int64_t>(spans.size()); ++k) {
-        const auto [b, e] = spans[static_cast<size_t>(k)];
-        std::vector<ClusterResidue> part;
-        part.reserve(e - b);
-        for (size_t i = b; i < e; ++i) part.push_back(set[static_cast<size_t>(by_class[i].second)]);
-        cut_clusters(part, H, W, R, cuts[static_cast<size_t>(k)], stats[static_cast<size_t>(k)]);
-    }
-    for (size_t k = 0; k < spans.size(); ++k) {
-        out.insert(out.end(), cuts[k].begin(), cuts[k].end());
-        st += stats[k];
-    }
-}
-
 }  // namespace
 
 std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t radius, Comm& comm,
@@ -167,11 +126,10 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     std::vector<Cut> cuts;
     if (P == 1) {
         ClusterStats cs;
-        cut_clusters_by_class(mine, H, W, R, cuts, cs);
+        cut_clusters(mine, H, W, R, cuts, cs);
         add(st, cs);
-        std::sort(cuts.begin(), cuts.end(), cut_order);
         trace("clusters");
-        return cuts;
+        return cuts;  // cut_clusters leaves them in cut_order
     }
 
     // Halo: each owned residue goes to the ranks whose region lies within R + 1 of it.
@@ -208,7 +166,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     // cuts run to the image border and go to every rank.
     ClusterStats cs_own;
     std::vector<Cut> own_cuts;
-    cut_clusters_by_class(interior, H, W, R, own_cuts, cs_own);
+    cut_clusters(interior, H, W, R, own_cuts, cs_own);
     std::vector<Cut> ground;
     for (const Cut& c : own_cuts) (c.id_b == kGroundId ? ground : cuts).push_back(c);
     const std::vector<Cut> all_ground = comm.allgatherv(ground);
@@ -221,7 +179,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     std::sort(shared.begin(), shared.end(), [](const ClusterResidue& x, const ClusterResidue& y) { return x.res.id < y.res.id; });
     st.shared = static_cast<int64_t>(shared.size());
     ClusterStats cs_shared;
-    cut_clusters_by_class(shared, H, W, R, cuts, cs_shared);
+    cut_clusters(shared, H, W, R, cuts, cs_shared);
     add(st, cs_shared);
     std::sort(cuts.begin(), cuts.end(), cut_order);
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());

@@ -1,8 +1,8 @@
 // Branch cuts as charge-balanced cut clusters across ranks (docs/ARCHITECTURE.md section 3).
 // The rule (kernels/cut_clusters.h) acts on each set of residues that candidate edges connect,
 // independently of every other; a rank decides alone the sets that lie inside its region, and
-// every rank decides the (gathered) sets that reach a rank border. The result is the serial
-// rule's over the whole image, whatever the ranks.
+// every rank decides the (gathered) sets that reach a rank border. The result is the rule's
+// over the whole image, whatever the ranks.
 #pragma once
 #include <cstdint>
 #include <functional>
