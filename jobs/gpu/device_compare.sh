@@ -2,6 +2,7 @@
 # On the GPU host, from an unpacked bundle holding tessera_bench_stages and an earlier build of
 # it as tessera_bench_stages_before: per-stage timings of both, same cases, same call, CUDA
 # (the new one with --check: bit-identical to the CPU backend) and the CPU backend for scale.
+# A third build in the bundle as tessera_bench_stages_between, if there, runs once per case.
 #   bash jobs/gpu/device_compare.sh BUNDLE_DIR "16384" "topo holes"
 set -u
 b=$1 sizes=${2:-16384} cases=${3:-"topo holes"}
@@ -19,6 +20,10 @@ for n in $sizes; do
       check=; [ "$round" = 1 ] && check=--check
       tessera_bench_stages --case "$c" --size "$n" --backend cuda --repeat 5 $check | tail -2
     done
+    if command -v tessera_bench_stages_between >/dev/null; then
+      echo "<!-- $c $n between -->"
+      tessera_bench_stages_between --case "$c" --size "$n" --backend cuda --repeat 5 | tail -1
+    fi
     echo "<!-- $c $n cpu before / after -->"
     tessera_bench_stages_before --case "$c" --size "$n" --backend cpu --repeat 2 | tail -1
     tessera_bench_stages --case "$c" --size "$n" --backend cpu --repeat 2 | tail -1
