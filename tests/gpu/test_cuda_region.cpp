@@ -32,6 +32,7 @@
 #include "src/synth.h"
 #include "src/unwrap_region.h"
 #include "src/unwrap_stages.h"
+#include "support/open_edges.h"
 #include "support/gpu_skip.h"
 
 namespace tessera {
@@ -213,10 +214,10 @@ void compare_stages(const StageCase& sc) {
     ASSERT_TRUE(same_bytes(xc.flags.data(), xg.flags.data(), xc.flags.size()))
         << "flags differ after place_cuts: " << first_difference(xc.flags, xg.flags, buf.cols);
 
-    // 3. Components: both conservative; the same global components after the local solves.
+    // 3. Components: the same global components after the local solves (conservativeness
+    // itself is checked from input and output: tests/support/open_edges.h).
     const RegionComponents cc = cr.union_find(), cg = gr.union_find();
-    EXPECT_EQ(cc.conflicts, 0);
-    EXPECT_EQ(cg.conflicts, 0);
+    EXPECT_EQ(cc.conflicts, cg.conflicts);
     EXPECT_TRUE(cg.constraints.empty());
     ASSERT_TRUE(std::is_sorted(cg.records.begin(), cg.records.end(),
                                [](const ComponentRecord& a, const ComponentRecord& b) { return a.root < b.root; }));
@@ -461,7 +462,6 @@ void expect_same_stats(const RegionStats& a, const RegionStats& b, bool same_par
 }
 
 void expect_same_result(const Result& c, const Result& g, int64_t cols) {
-    EXPECT_EQ(g.stats.conflicts, 0);
     expect_same_stats(c.stats, g.stats);
     EXPECT_TRUE(same_bytes(c.u.data(), g.u.data(), c.u.size() * sizeof(float)))
         << "unwrapped phase differs: " << first_difference(c.u, g.u, cols);
@@ -896,7 +896,6 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
         const RegionComponents comps = region.union_find();
         lap("union_find");
         used("union_find");
-        EXPECT_EQ(comps.conflicts, 0);
         const OffsetSolution sol = solve_offsets(comps.records, comps.constraints, 100);
         t0 = clock::now();
         label_bytes = label_bytes_for(sol.label.empty() ? 0 : *std::max_element(sol.label.begin(), sol.label.end()));
@@ -907,6 +906,15 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
         lap("finish");
         std::printf("[ info     ] %lld residues, %zu cuts, %zu components\n", static_cast<long long>(res.size()),
                     cuts.size(), comps.records.size());
+    }
+    {  // conservative, from the input and the output alone
+        std::vector<float> phi;
+        std::vector<uint8_t> unused;
+        scene_inputs(s, 0.0f, phi, unused);
+        const testing::OpenEdgeCheck c = testing::check_open_edges(phi, phase, flags, H, W);
+        EXPECT_EQ(c.disagree, 0);
+        EXPECT_EQ(c.incongruent, 0);
+        EXPECT_GT(c.checked, n);
     }
     // 2 MiB granularity and the CUDA context's own pools make a little slack.
     EXPECT_LE(worst, 24 * n + (int64_t{64} << 20)) << "more than 24 B/pixel resident on the device";

@@ -85,7 +85,8 @@ void expect_same_as_one_rank(UnwrapOptions o, const std::string& grid, UnwrapRep
     }
     EXPECT_TRUE(agreed(why.empty())) << "differs from one rank (" << o.input << ", grid '" << grid << "', tile "
                                      << o.tile_size << "):" << why;
-    EXPECT_EQ(rep.conflicts, 0);
+    // Conservativeness itself is checked from input and output in tests/src (open_edges.h):
+    // the files here are bit-identical to the one-rank run's.
 }
 
 std::vector<std::string> grids() {

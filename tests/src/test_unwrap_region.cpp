@@ -12,6 +12,7 @@
 #include "src/accuracy.h"
 #include "src/synth.h"
 #include "src/unwrap_region.h"
+#include "support/open_edges.h"
 
 namespace tessera {
 namespace {
@@ -64,29 +65,6 @@ TEST_P(SynthCase, TileSizeInvariance) {
     }
 }
 
-// Section 3's promise checked from the input and the output alone: along every edge the cuts
-// left open between two integrated pixels, k(b) - k(a) = -n(a->b), with k read back from u.
-int64_t open_edges_against_wrap_counts(const std::vector<float>& phi, const Result& r, int64_t H, int64_t W,
-                                       int64_t& checked) {
-    auto k_of = [&](size_t i) { return static_cast<int64_t>(std::rint((r.u[i] - phi[i]) / kTwoPiF)); };
-    int64_t bad = 0;
-    checked = 0;
-    for (int64_t y = 0; y < H; ++y)
-        for (int64_t x = 0; x < W; ++x) {
-            const size_t a = static_cast<size_t>(y * W + x);
-            if (!std::isfinite(r.u[a])) continue;
-            auto edge = [&](size_t b, uint8_t bit) {
-                if ((r.flags[a] & bit) || !std::isfinite(r.u[b])) return;
-                const int64_t n = std::lrint((phi[b] - phi[a]) * kInvTwoPiF);
-                bad += k_of(b) - k_of(a) != -n;
-                ++checked;
-            };
-            if (x + 1 < W) edge(a + 1, kBlockRight);
-            if (y + 1 < H) edge(a + static_cast<size_t>(W), kBlockDown);
-        }
-    return bad;
-}
-
 TEST_P(SynthCase, EveryOpenEdgeAgreesWithItsWrapCount) {
     const SynthScene s = make_scene(GetParam(), 256, 300, 5);
     std::vector<float> phi(s.wrapped.size());
@@ -95,10 +73,26 @@ TEST_P(SynthCase, EveryOpenEdgeAgreesWithItsWrapCount) {
         UnwrapParams p;
         p.min_component_size = 1;
         const Result r = unwrap_scene(s, p, 64, min_coh);
-        int64_t checked = 0;
-        EXPECT_EQ(open_edges_against_wrap_counts(phi, r, s.rows, s.cols, checked), 0) << "min coherence " << min_coh;
-        EXPECT_GT(checked, s.rows * s.cols / 2);
+        const testing::OpenEdgeCheck c = testing::check_open_edges(phi, r.u, r.flags, s.rows, s.cols);
+        EXPECT_EQ(c.disagree, 0) << "min coherence " << min_coh;
+        EXPECT_EQ(c.incongruent, 0) << "min coherence " << min_coh;
+        EXPECT_GT(c.checked, s.rows * s.cols / 2);
     }
+}
+
+// The check itself can fail: one pixel a cycle off, or off a whole cycle count, is caught.
+TEST(UnwrapRegion, OpenEdgeCheckCatchesAWrongPixel) {
+    const SynthScene s = make_scene("topo", 120, 130, 4);
+    UnwrapParams p;
+    Result r = unwrap_scene(s, p, 64);
+    ASSERT_EQ(testing::check_open_edges(s.wrapped, r.u, r.flags, s.rows, s.cols).disagree, 0);
+    const size_t i = 60 * 130 + 65;
+    ASSERT_TRUE(std::isfinite(r.u[i]));
+    Result cycle = r, off = r;
+    cycle.u[i] += kTwoPiF;
+    off.u[i] += 0.25f;
+    EXPECT_GT(testing::check_open_edges(s.wrapped, cycle.u, cycle.flags, s.rows, s.cols).disagree, 0);
+    EXPECT_GT(testing::check_open_edges(s.wrapped, off.u, off.flags, s.rows, s.cols).incongruent, 0);
 }
 
 // A smooth bowl with masked lakes (phase 0 there, as a mask makes it): the lakes take the
@@ -144,13 +138,14 @@ TEST_P(SynthCase, CongruentWithTheWrappedPhase) {
             ASSERT_EQ(r.label[i], 0u);
             continue;
         }
-        // rewrap(u) == wrapped: u - phi is an exact multiple of the float 2 pi.
-        const float k = std::rint((r.u[i] - s.wrapped[i]) / kTwoPiF);
-        ASSERT_EQ(s.wrapped[i] + kTwoPiF * k, r.u[i]) << "pixel " << i;
-        ASSERT_EQ(static_cast<int32_t>(k), r.k[i]);
+        // The cycles written are the ones u carries.
+        ASSERT_EQ(std::lrint((static_cast<double>(r.u[i]) - s.wrapped[i]) / (2 * M_PI)), r.k[i]) << "pixel " << i;
         ++checked;
     }
     EXPECT_GT(checked, 0);
+    const testing::OpenEdgeCheck c = testing::check_open_edges(s.wrapped, r.u, r.flags, s.rows, s.cols);
+    EXPECT_EQ(c.incongruent, 0);
+    EXPECT_EQ(c.disagree, 0);
 }
 
 TEST_P(SynthCase, LabelsOrderedBySizeAndRootsHaveZeroCycles) {
@@ -196,7 +191,9 @@ TEST(UnwrapRegion, LowCoherencePixelsAreNotIntegratedThrough) {
             ASSERT_NE(ref.label[i], 0u) << "pixel " << i;
         }
     ASSERT_GT(low, 0) << "the holes scene should have decorrelated pixels";
-    EXPECT_EQ(ref.stats.conflicts, 0);
+    const testing::OpenEdgeCheck c = testing::check_open_edges(s.wrapped, ref.u, ref.flags, s.rows, s.cols);
+    EXPECT_EQ(c.disagree, 0);
+    EXPECT_EQ(c.incongruent, 0);
     for (int64_t t : {33, 100}) {
         const Result r = unwrap_scene(s, p, t, 0.2f);
         EXPECT_EQ(r.k, ref.k) << "tile " << t;
