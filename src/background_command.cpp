@@ -24,6 +24,7 @@
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "partition/comm.h"
+#include "partition/surface_fit.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "kernels/cuda/background.h"
 #endif
@@ -184,14 +185,17 @@ void run_guarded(const std::function<void()>& body) {
 namespace {
 
 // The CPU backend's band: the arrays stay where they were read. cuda::SurfaceBand is the
-// CUDA backend's (same two calls).
+// CUDA backend's (the same calls: the fit's local results, the subtraction).
 struct CpuSurfaceBand {
     float* z;
     const uint8_t* valid;
     const uint8_t* mask;
     Window own;
     int64_t stride, H, W;
-    SurfaceFit fit(int degree, Comm& comm) const { return fit_surface(z, valid, mask, own, stride, H, W, degree, comm); }
+    double max_abs() const { return surface_max_abs(z, valid, mask, own, stride); }
+    SurfaceMoments moments(int degree, int zexp) const {
+        return surface_moments(z, valid, mask, own, stride, H, W, degree, zexp);
+    }
     ResidualSums subtract(const SurfaceFit& f) const { return subtract_surface(z, valid, mask, own, stride, H, W, f); }
 };
 
@@ -268,7 +272,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     auto stages = [&](auto& band) {
         agree_on_errors(mpi_comm, [&] {
             try {
-                rep.fit = band.fit(opt.degree, comm);
+                rep.fit = fit_surface(band, opt.degree, comm);
             } catch (const SurfaceFitError& e) {
                 throw InputError(opt.input, e.what());  // the same on every rank
             }

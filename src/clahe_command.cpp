@@ -25,11 +25,12 @@
 #include "io/output_set.h"
 #include "io/output_path.h"
 #include "io/raster_reader.h"
+#include "partition/clahe.h"
 #include "partition/comm.h"
 #include "src/background_command.h"
 #include "src/quicklook.h"
 #ifdef TESSERA_HAVE_CUDA
-#include "kernels/cuda/clahe.h"
+#include "partition/cuda/clahe.h"
 #endif
 
 namespace tessera {
