@@ -23,13 +23,17 @@
 
 #include "kernels/background.h"
 #include "kernels/clahe.h"
+#include "partition/clahe.h"
 #include "partition/comm.h"
+#include "partition/surface_fit.h"
 #ifdef TESSERA_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/background.h"
 #include "kernels/cuda/clahe.h"
 #include "kernels/cuda/device_buffer.h"
+#include "partition/cuda/clahe.h"
+#include "partition/cuda/surface_fit.h"
 #endif
 
 using namespace tessera;
@@ -239,7 +243,7 @@ int main(int argc, char** argv) {
         cuda::check(cudaMemcpy(dev_z.data(), d_z.get(), np * sizeof(float), cudaMemcpyDeviceToHost), "download");
         const double bg_h2h = median_ms(repeat, restore, [&] {
             cuda::SurfaceBand band(z.data(), valid.data(), nullptr, whole, n, n, n);
-            band.subtract(band.fit(degree, self));
+            band.subtract(fit_surface(band, degree, self));
         });
         row(bg_case.c_str(), n, backend, bg_dev, bg_h2h);
         if (check) {

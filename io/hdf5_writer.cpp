@@ -112,18 +112,17 @@ struct Failure {
 
 // Collective: returns the failure of the lowest failing rank on every rank
 // (kNone everywhere when no rank failed). Costs one MPI_Allreduce on success.
-Failure agree(MPI_Comm comm, const Failure& local) {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    int mine = local ? rank : INT_MAX, first = INT_MAX;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-    if (first == INT_MAX) return {};
-    int header[2] = {static_cast<int>(local.kind), static_cast<int>(local.message.size())};
-    MPI_Bcast(header, 2, MPI_INT, first, comm);
+Failure agree(Comm& comm, const Failure& local) {
+    const int64_t none = INT_MAX;
+    const int64_t first64 = comm.min(local ? int64_t{comm.rank()} : none);
+    if (first64 == none) return {};
+    const int first = static_cast<int>(first64);
+    int kind = static_cast<int>(local.kind);
+    comm.bcast(kind, first);
     Failure out;
-    out.kind = static_cast<FailKind>(header[0]);
-    out.message = rank == first ? local.message : std::string(static_cast<size_t>(header[1]), '\0');
-    if (header[1] > 0) MPI_Bcast(out.message.data(), header[1], MPI_CHAR, first, comm);
+    out.kind = static_cast<FailKind>(kind);
+    if (comm.rank() == first) out.message = local.message;
+    comm.bcast(out.message, first);
     return out;
 }
 
@@ -284,9 +283,7 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
                                     std::to_string(cols) + " is empty");
     if (path.empty()) throw std::invalid_argument("Hdf5Writer: empty output path");
     silence_hdf5();
-    int rank = 0, size = 1;
-    MPI_Comm_rank(comm_, &rank);
-    MPI_Comm_size(comm_, &size);
+    const int rank = comm_.rank(), size = comm_.size();
     serial_ = size == 1;
 
     // 1. Output directory and the temporary: rank 0 creates it exclusively (no link followed,
@@ -311,7 +308,7 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
             char text[4096];
         } name{};
         if (rank == 0) tmp_path_.copy(name.text, sizeof name.text - 1);
-        Comm(comm_).bcast(name, 0);
+        comm_.bcast(name, 0);
         tmp_path_ = name.text;
         register_temporary(tmp_path_);  // removed by this rank too on SIGTERM
     }
@@ -325,7 +322,7 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
         hid_t fid = -1;
         if (!fapl.ok() ||
             (serial_ ? H5Pset_fapl_sec2(fapl.get()) < 0
-                     : (H5Pset_fapl_mpio(fapl.get(), comm_, MPI_INFO_NULL) < 0 ||
+                     : (H5Pset_fapl_mpio(fapl.get(), comm_.get(), MPI_INFO_NULL) < 0 ||
                         H5Pset_coll_metadata_write(fapl.get(), true) < 0)) ||
             // 1.8 object format at least: attributes larger than 64 KiB go to dense storage.
             H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V110) < 0) {
@@ -349,9 +346,7 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
 
 Hdf5Writer::~Hdf5Writer() {
     if (committed_ || !mpi_usable()) return;
-    int rank = 0, size = 1;
-    MPI_Comm_rank(comm_, &rank);
-    MPI_Comm_size(comm_, &size);
+    const int rank = comm_.rank(), size = comm_.size();
     if (file_ >= 0) {
         // H5Fclose is collective under MPI-IO. When this destructor runs while an
         // exception thrown by someone else unwinds the stack, the other ranks may
@@ -562,8 +557,7 @@ void Hdf5Writer::commit() {
         failed_together_ = true;
         throw_failure(f, path_);  // the destructor removes the temporary file
     }
-    int rank = 0;
-    MPI_Comm_rank(comm_, &rank);
+    const int rank = comm_.rank();
     // The run's OutputSet renames it with the run's other outputs; otherwise rank 0 does now.
     OutputSet* set = OutputSet::active();
     if (rank == 0) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/types.h"
+#include "partition/comm.h"
 
 namespace tessera {
 
@@ -77,7 +78,7 @@ private:
     }
 
     std::string path_, tmp_path_;
-    MPI_Comm comm_;
+    Comm comm_;  // its collectives (agreements); comm_.get() for MPI-IO
     bool serial_ = false;  // one rank: the POSIX driver, no MPI-IO
     int64_t rows_, cols_;
     int64_t file_ = -1;  // hid_t

@@ -27,9 +27,9 @@
 //   - per image row the sums over the row's used pixels, sum X_p and sum Z X_p, are
 //     exact in 128-bit integers; multiplied by Y_q they are added into 256-bit
 //     two's-complement accumulators (exact; no overflow for images up to 2^31 x 2^31).
-// The ranks add their 256-bit moment vectors with one MPI_Allreduce (a user-defined,
-// exact, commutative sum), and every rank converts the same integers to double and
-// solves the same small system: the coefficients are bit-identical for any number of
+// The ranks add their 256-bit moment vectors with one allreduce (a user-defined, exact,
+// commutative sum: sum_moments in partition/surface_fit.h, the collective fit's home), and
+// every rank converts the same integers to double and solves the same small system: the coefficients are bit-identical for any number of
 // ranks, any windows and any OMP_NUM_THREADS, and so is the subtracted image. The
 // only approximation is the quantisation of x^p y^q (2^-124, far below double
 // rounding) and of z (above); the fit itself is then ordinary double precision.
@@ -55,8 +55,6 @@
 
 namespace tessera {
 
-class Comm;
-
 inline constexpr int kMaxSurfaceDegree = 6;
 // Smallest Cholesky pivot accepted, relative to the (unit) diagonal after equilibration.
 // A degree-6 fit over a full frame has a smallest pivot near 5e-3 (measured 4.7e-3 on
@@ -73,8 +71,15 @@ inline double surface_coord(int64_t k, int64_t n) {
     return n > 1 ? 2.0 * static_cast<double>(k) / static_cast<double>(n - 1) - 1.0 : 0.0;
 }
 
+// std::invalid_argument unless 0 <= degree <= kMaxSurfaceDegree.
+void check_surface_degree(int degree);
+
 // A 256-bit two's-complement integer (little-endian 64-bit words): an exact moment.
 using ExactSum = std::array<uint64_t, 4>;
+// into += v, exactly (modulo 2^256; commutative and associative).
+void add_exact(ExactSum& into, const ExactSum& v);
+// v as a 256-bit integer (sign-extended).
+ExactSum exact_from(int64_t v);
 
 // The exact moments of a set of pixels (partial: one window; total: after the reduction).
 struct SurfaceMoments {
@@ -126,11 +131,19 @@ void add_moments(SurfaceMoments& into, const SurfaceMoments& other);
 // Solves the normal equations of the total moments. Throws SurfaceFitError.
 SurfaceFit solve_surface(const SurfaceMoments& total);
 
-// Collective over comm: max |z| allreduce, local moments, one allreduce of the moments,
-// solve. Every rank returns the same coefficients (bit-identical for any split).
-// Throws SurfaceFitError on every rank alike; std::invalid_argument for a bad degree.
-SurfaceFit fit_surface(const float* z, const uint8_t* valid, const uint8_t* mask, const Window& own,
-                       int64_t stride, int64_t H, int64_t W, int degree, Comm& comm);
+// One rank's window of host arrays as the collective fit sees it (partition/surface_fit.h:
+// fit_surface): its local results only, the reductions are the fit's.
+struct SurfaceWindow {
+    const float* z;
+    const uint8_t* valid;
+    const uint8_t* mask;
+    Window own;
+    int64_t stride, H, W;
+    double max_abs() const { return surface_max_abs(z, valid, mask, own, stride); }
+    SurfaceMoments moments(int degree, int zexp) const {
+        return surface_moments(z, valid, mask, own, stride, H, W, degree, zexp);
+    }
+};
 
 // The surface at global pixel (r, c) of an H x W image, as subtract_surface computes it.
 double evaluate_surface(const SurfaceFit& fit, int64_t r, int64_t c, int64_t H, int64_t W);

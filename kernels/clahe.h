@@ -2,7 +2,8 @@
 // amplitude/intensity or an unwrapped phase: float or uint16 in, 8- or 16-bit out.
 // ARCHITECTURE.md section 5: the value range and the tile histograms are reductions
 // (allreduce), the interpolation is a halo stage that needs only the tile LUTs, which
-// every rank computes from the reduced histograms.
+// every rank computes from the reduced histograms. The steps here are one window's; the
+// collective clahe() that reduces over the ranks is partition/clahe.h's.
 //
 // Definitions (every step is integer or a per-pixel double expression, so the output
 // is bit-identical for any rank count, any windows and any thread count):
@@ -42,8 +43,6 @@
 #include "kernels/types.h"
 
 namespace tessera {
-
-class Comm;
 
 struct ClaheParams {
     int tile_rows = 8, tile_cols = 8;  // ty x tx
@@ -103,23 +102,5 @@ void clahe_apply(const float* img, const uint8_t* valid, const Window& own, int6
 void clahe_apply(const uint16_t* img, const uint8_t* valid, const Window& own, int64_t stride, const ClaheGrid& g,
                  const ClaheParams& p, const ClaheRange& range, const uint16_t* lut, uint8_t* out,
                  int64_t out_stride);
-
-// The range every rank uses (collective over comm): the ranks' local ranges merged (min and
-// max are exact in any order), or p's fixed range; throws std::runtime_error("no valid
-// pixels") alike on every rank when no rank saw one. Both backends' clahe() use it.
-ClaheRange clahe_global_range(const ClaheRange& local, const ClaheParams& p, Comm& comm);
-
-// Collective over comm (every rank, its own window, possibly empty): range allreduce
-// (unless fixed), histograms, one allreduce of the histograms, LUTs, interpolation.
-// Throws std::invalid_argument (bad parameters) or std::runtime_error("no valid pixels")
-// alike on every rank. Returns the range used.
-ClaheRange clahe(const float* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H, int64_t W,
-                 const ClaheParams& p, Comm& comm, uint16_t* out, int64_t out_stride);
-ClaheRange clahe(const uint16_t* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H,
-                 int64_t W, const ClaheParams& p, Comm& comm, uint16_t* out, int64_t out_stride);
-ClaheRange clahe(const float* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H, int64_t W,
-                 const ClaheParams& p, Comm& comm, uint8_t* out, int64_t out_stride);
-ClaheRange clahe(const uint16_t* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H,
-                 int64_t W, const ClaheParams& p, Comm& comm, uint8_t* out, int64_t out_stride);
 
 }  // namespace tessera

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tessera {
@@ -167,14 +168,78 @@ public:
         if (rank_ == root) bytes_sent_ += static_cast<int64_t>(sizeof(T)) * (size_ - 1);
     }
 
+    // A string from `root` (its length, then its bytes).
+    void bcast(std::string& s, int root) {
+        if (size_ == 1) return;
+        int64_t n = static_cast<int64_t>(s.size());
+        bcast(n, root);
+        s.resize(static_cast<size_t>(n));
+        if (n > 0) check(MPI_Bcast(s.data(), nbytes<char>(static_cast<size_t>(n)), MPI_BYTE, root, comm_));
+        if (rank_ == root) bytes_sent_ += n * (size_ - 1);
+    }
+
+    // Point to point, `bytes` bytes (the receiver knows how many).
+    void send(const void* data, size_t bytes, int dest, int tag) {
+        check(MPI_Send(data, nbytes<char>(bytes), MPI_BYTE, dest, tag, comm_));
+        bytes_sent_ += static_cast<int64_t>(bytes);
+    }
+    void recv(void* data, size_t bytes, int source, int tag) {
+        check(MPI_Recv(data, nbytes<char>(bytes), MPI_BYTE, source, tag, comm_, MPI_STATUS_IGNORE));
+    }
+
     int64_t sum(int64_t v) { return reduce(v, MPI_SUM); }
     int64_t max(int64_t v) { return reduce(v, MPI_MAX); }
-    double max(double v) {
-        if (size_ == 1) return v;
-        double out = 0;
-        check(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, comm_));
-        bytes_sent_ += sizeof(double);
+    int64_t min(int64_t v) { return reduce(v, MPI_MIN); }
+    double sum(double v) { return reduce(v, MPI_SUM); }
+    double max(double v) { return reduce(v, MPI_MAX); }
+
+    // Element-wise sums over the ranks, in place on every rank (integer counts are exact).
+    template <class T>
+    void sum_in_place(std::vector<T>& v) {
+        if (size_ == 1 || v.empty()) return;
+        check(MPI_Allreduce(MPI_IN_PLACE, v.data(), nelems(v.size()), mpi_type<T>(), MPI_SUM, comm_));
+        bytes_sent_ += static_cast<int64_t>(v.size() * sizeof(T));
+    }
+
+    // Element-wise sums at `root` (elsewhere: zeros), e.g. per-frame records of a batch.
+    template <class T>
+    std::vector<T> sum_at(const std::vector<T>& mine, int root) {
+        if (size_ == 1) return mine;
+        std::vector<T> out(mine.size(), T{});
+        check(MPI_Reduce(mine.data(), out.data(), nelems(mine.size()), mpi_type<T>(), MPI_SUM, root, comm_));
+        if (rank_ != root) bytes_sent_ += static_cast<int64_t>(mine.size() * sizeof(T));
         return out;
+    }
+
+    // Element-wise reduction in place on every rank with `Add(into, from)`, which must be
+    // commutative and associative (for example exact sums of wide integers): every rank
+    // gets the same values, whatever the reduction's order.
+    template <auto Add, class T>
+    void combine_in_place(std::vector<T>& v) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        if (size_ == 1 || v.empty()) return;
+        MPI_Datatype t;
+        check(MPI_Type_contiguous(nbytes<T>(1), MPI_BYTE, &t));
+        check(MPI_Type_commit(&t));
+        MPI_Op op;
+        check(MPI_Op_create(&combine_op<T, Add>, /*commute=*/1, &op));
+        const int rc = MPI_Allreduce(MPI_IN_PLACE, v.data(), nelems(v.size()), t, op, comm_);
+        MPI_Op_free(&op);
+        MPI_Type_free(&t);
+        check(rc);
+        bytes_sent_ += static_cast<int64_t>(v.size() * sizeof(T));
+    }
+
+    // This rank's index among the ranks of its node, and their number (collective).
+    std::pair<int, int> node_local_rank() const {
+        if (size_ == 1) return {0, 1};
+        MPI_Comm node;
+        check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+        int local_rank = 0, local_size = 1;
+        MPI_Comm_rank(node, &local_rank);
+        MPI_Comm_size(node, &local_size);
+        MPI_Comm_free(&node);
+        return {local_rank, local_size};
     }
 
 private:
@@ -184,12 +249,30 @@ private:
         if (b > static_cast<size_t>(INT32_MAX)) throw std::runtime_error("MPI message over 2 GiB");
         return static_cast<int>(b);
     }
+    static int nelems(size_t n) {
+        if (n > static_cast<size_t>(INT32_MAX)) throw std::runtime_error("MPI message over 2^31 elements");
+        return static_cast<int>(n);
+    }
+    template <class T>
+    static MPI_Datatype mpi_type() {
+        if constexpr (std::is_same_v<T, uint32_t>) return MPI_UINT32_T;
+        else if constexpr (std::is_same_v<T, int64_t>) return MPI_INT64_T;
+        else if constexpr (std::is_same_v<T, double>) return MPI_DOUBLE;
+        else static_assert(sizeof(T) == 0, "Comm: no MPI type for this element type");
+    }
+    template <class T, auto Add>
+    static void combine_op(void* in, void* inout, int* len, MPI_Datatype*) {
+        const T* a = static_cast<const T*>(in);
+        T* b = static_cast<T*>(inout);
+        for (int k = 0; k < *len; ++k) Add(b[k], a[k]);
+    }
     Comm() : comm_(MPI_COMM_SELF) {}
-    int64_t reduce(int64_t v, MPI_Op op) {
+    template <class T>
+    T reduce(T v, MPI_Op op) {
         if (size_ == 1) return v;
-        int64_t out = 0;
-        check(MPI_Allreduce(&v, &out, 1, MPI_INT64_T, op, comm_));
-        bytes_sent_ += sizeof(int64_t);
+        T out{};
+        check(MPI_Allreduce(&v, &out, 1, mpi_type<T>(), op, comm_));
+        bytes_sent_ += sizeof(T);
         return out;
     }
     static void check(int rc) {

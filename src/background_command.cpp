@@ -24,6 +24,7 @@
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "partition/comm.h"
+#include "partition/surface_fit.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "kernels/cuda/background.h"
 #endif
@@ -143,7 +144,7 @@ Backend parse_backend(const std::string& name) {
 
 const char* backend_name(Backend b) { return b == Backend::kCuda ? "cuda" : "cpu"; }
 
-void select_backend_device(Backend b, MPI_Comm comm) {
+void select_backend_device(Backend b, Comm& comm) {
     if (b == Backend::kCuda) select_rank_device(comm, -1, /*share=*/true);
 }
 
@@ -184,14 +185,17 @@ void run_guarded(const std::function<void()>& body) {
 namespace {
 
 // The CPU backend's band: the arrays stay where they were read. cuda::SurfaceBand is the
-// CUDA backend's (same two calls).
+// CUDA backend's (the same calls: the fit's local results, the subtraction).
 struct CpuSurfaceBand {
     float* z;
     const uint8_t* valid;
     const uint8_t* mask;
     Window own;
     int64_t stride, H, W;
-    SurfaceFit fit(int degree, Comm& comm) const { return fit_surface(z, valid, mask, own, stride, H, W, degree, comm); }
+    double max_abs() const { return surface_max_abs(z, valid, mask, own, stride); }
+    SurfaceMoments moments(int degree, int zexp) const {
+        return surface_moments(z, valid, mask, own, stride, H, W, degree, zexp);
+    }
     ResidualSums subtract(const SurfaceFit& f) const { return subtract_surface(z, valid, mask, own, stride, H, W, f); }
 };
 
@@ -209,7 +213,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     std::unique_ptr<RasterReader> in;
     GeoRef geo;
     bool out_h5 = false;
-    agree_on_errors(mpi_comm, [&] {
+    agree_on_errors(comm, [&] {
         if (opt.degree < 0 || opt.degree > kMaxSurfaceDegree)
             throw InputError(opt.input, "--degree " + std::to_string(opt.degree) + " out of range 0.." +
                                             std::to_string(kMaxSurfaceDegree));
@@ -232,7 +236,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
         check_disk_space({{opt.output, info.rows * info.cols * 4 + (1 << 20)}});  // float32, before deflate
         geo = input_georef(opt.input, info);
     });
-    select_backend_device(opt.backend, mpi_comm);
+    select_backend_device(opt.backend, comm);
     rep.backend = backend_name(opt.backend);
     const RasterInfo& info = in->info();
     const int64_t H = info.rows, W = info.cols;
@@ -245,14 +249,14 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     const std::string h5_path = out_h5 ? opt.output : (size > 1 ? opt.output + ".part.h5" : std::string());
     std::unique_ptr<Hdf5Writer> out;
     if (!h5_path.empty())
-        agree_on_errors(mpi_comm, [&] { out = std::make_unique<Hdf5Writer>(h5_path, mpi_comm, H, W); });
+        agree_on_errors(comm, [&] { out = std::make_unique<Hdf5Writer>(h5_path, mpi_comm, H, W); });
 
     // This rank's row band (any split gives the same bits: kernels/background.h).
     const int64_t r0 = H * rank / size, r1 = H * (rank + 1) / size;
     const Window own{r0, 0, r1 - r0, W};
     std::vector<float> z(static_cast<size_t>(own.size()));
     std::vector<uint8_t> valid(static_cast<size_t>(own.size())), mask;
-    agree_on_errors(mpi_comm, [&] {
+    agree_on_errors(comm, [&] {
         in->read_phase(own, z.data(), valid.data(), W);
         if (!opt.mask.empty()) {
             mask.resize(static_cast<size_t>(own.size()));
@@ -266,9 +270,9 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     const uint8_t* mk = opt.mask.empty() ? nullptr : mask.data();
     ResidualSums rs;
     auto stages = [&](auto& band) {
-        agree_on_errors(mpi_comm, [&] {
+        agree_on_errors(comm, [&] {
             try {
-                rep.fit = band.fit(opt.degree, comm);
+                rep.fit = fit_surface(band, opt.degree, comm);
             } catch (const SurfaceFitError& e) {
                 throw InputError(opt.input, e.what());  // the same on every rank
             }
@@ -288,8 +292,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
         CpuSurfaceBand band{z.data(), valid.data(), mk, own, W, H, W};
         stages(band);
     }
-    double sq = 0;
-    MPI_Allreduce(&rs.sum_sq, &sq, 1, MPI_DOUBLE, MPI_SUM, mpi_comm);
+    const double sq = comm.sum(rs.sum_sq);
     rep.subtract_seconds = lap();
     rep.residual_rms = rep.fit.count > 0 ? std::sqrt(sq / static_cast<double>(rep.fit.count)) : 0.0;
 
@@ -328,7 +331,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     }
     if (!out_h5) {
         if (size == 1) {
-            agree_on_errors(mpi_comm, [&] { write_geotiff_f32(opt.output, H, W, z.data(), geo, nan); });
+            agree_on_errors(comm, [&] { write_geotiff_f32(opt.output, H, W, z.data(), geo, nan); });
         } else {
             // GDAL cannot write one file from many processes: rank 0 copies the committed HDF5.
             std::string err;

@@ -14,7 +14,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "io/error_agreement.h"
+#include "partition/error_agreement.h"
 #include "io/geotiff_writer.h"
 #include "io/raster_reader.h"
 #include "kernels/background.h"
@@ -79,7 +79,7 @@ const char* backend_name(Backend b);
 // For Backend::kCuda makes a GPU current on every rank (the node-local rank's; ranks beyond
 // a node's GPUs share them round robin). Collective; InputError (agreed, one line) when
 // tessera was built without CUDA or no GPU is visible. Nothing for Backend::kCpu.
-void select_backend_device(Backend b, MPI_Comm comm);
+void select_backend_device(Backend b, Comm& comm);
 
 // True when path ends with one of the suffixes (case-insensitive).
 bool has_suffix(const std::string& path, std::initializer_list<const char*> suffixes);

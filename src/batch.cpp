@@ -80,11 +80,9 @@ std::vector<std::string> batch_outputs(const std::vector<std::string>& inputs, c
     return r;
 }
 
-void prepare_output_directory(MPI_Comm comm, const std::string& dir) {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
+void prepare_output_directory(Comm& comm, const std::string& dir) {
     std::string msg;
-    if (rank == 0) {
+    if (comm.rank() == 0) {
         std::error_code ec;
         if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
             msg = dir + ": output for several inputs must be a directory, and this is a file";
@@ -121,9 +119,8 @@ void FrameFailures::add(int64_t index, const std::string& message, bool print) {
     ++count;
 }
 
-void FrameFailures::agree(MPI_Comm comm, int64_t n) const {
-    int64_t total = 0;
-    MPI_Allreduce(&count, &total, 1, MPI_INT64_T, MPI_SUM, comm);
+void FrameFailures::agree(Comm& comm, int64_t n) const {
+    const int64_t total = comm.sum(count);
     if (total == 0) return;
     agree_on_first_error(comm, first,
                          total == 1 ? first_message
@@ -352,11 +349,10 @@ FrameTally unwrap_on_lanes(const RankFrames& f, int lanes) {
 }  // namespace
 
 int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions& base, const std::string& out,
-                     const FrameBatchOptions& frames, MPI_Comm comm, std::vector<UnwrapFrameReport>* reports) {
+                     const FrameBatchOptions& frames, MPI_Comm mpi_comm, std::vector<UnwrapFrameReport>* reports) {
     const auto t0 = clock::now();
-    int rank = 0, P = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &P);
+    Comm comm(mpi_comm);
+    const int rank = comm.rank(), P = comm.size();
     if (inputs.empty()) throw InputError::everywhere("no input given");
     const auto N = static_cast<int64_t>(inputs.size());
     const std::vector<std::string> outs = batch_outputs(inputs, out, ".h5");
@@ -367,7 +363,7 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
     const int lanes = frames.lanes > 0 ? frames.lanes : default_lanes(base.backend);
     // Lanes on the CUDA backend use the GPU of the rank's node-local index (collective: outside the checks).
     const auto [local_rank, local_size] =
-        on_lanes && base.backend == Backend::kCuda ? node_local_rank(comm) : std::pair<int, int>{0, 1};
+        on_lanes && base.backend == Backend::kCuda ? comm.node_local_rank() : std::pair<int, int>{0, 1};
 
     // Checks before any work (section 7): options and outputs (index 0), each rank's frames.
     std::unique_ptr<HologramDemodulator> demod;
@@ -439,12 +435,9 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
     const RankFrames mine{inputs, outs, info, base, frames, demod.get(), rank, P};
     FrameTally t = on_lanes ? unwrap_on_lanes(mine, lanes) : unwrap_one_by_one(mine);
     t.failures.agree(comm, N);
-    int64_t total_conflicts = 0;
-    MPI_Allreduce(&t.conflicts, &total_conflicts, 1, MPI_INT64_T, MPI_SUM, comm);
-    std::vector<double> all(t.rec.size(), 0.0);
-    MPI_Reduce(t.rec.data(), all.data(), static_cast<int>(t.rec.size()), MPI_DOUBLE, MPI_SUM, 0, comm);
-    double wall = since(t0);
-    MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, comm);
+    const int64_t total_conflicts = comm.sum(t.conflicts);
+    const std::vector<double> all = comm.sum_at(t.rec, 0);
+    const double wall = comm.max(since(t0));
 
     if (rank == 0) {
         std::vector<UnwrapFrameReport> fr;

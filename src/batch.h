@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "io/raster_reader.h"
-#include "io/error_agreement.h"
+#include "partition/error_agreement.h"
 #include "kernels/hologram.h"
 #include "src/frame_lanes.h"
 #include "src/unwrap_pipeline.h"
@@ -38,7 +38,7 @@ std::vector<std::string> batch_outputs(const std::vector<std::string>& inputs, c
 
 // Rank 0 creates directory `dir` if missing; every rank throws InputError::everywhere
 // if it cannot be created, is not a directory or is not writable. Collective.
-void prepare_output_directory(MPI_Comm comm, const std::string& dir);
+void prepare_output_directory(Comm& comm, const std::string& dir);
 
 // One rank's frames of a batch that left no output. add() prints the frame's line on stderr
 // when `print` (batches of several); agree() ends the batch on every rank (collective).
@@ -48,7 +48,7 @@ struct FrameFailures {
     void add(int64_t index, const std::string& message, bool print);
     // If any rank has failures, every rank throws InputError::everywhere with the lowest frame's
     // line (several: "K of N frames failed; the first: LINE").
-    void agree(MPI_Comm comm, int64_t n) const;
+    void agree(Comm& comm, int64_t n) const;
 };
 
 // The frames rank, rank+P, ... of a batch, grouped by size (rows, cols) from their headers.

@@ -25,11 +25,12 @@
 #include "io/output_set.h"
 #include "io/output_path.h"
 #include "io/raster_reader.h"
+#include "partition/clahe.h"
 #include "partition/comm.h"
 #include "src/background_command.h"
 #include "src/quicklook.h"
 #ifdef TESSERA_HAVE_CUDA
-#include "kernels/cuda/clahe.h"
+#include "partition/cuda/clahe.h"
 #endif
 
 namespace tessera {
@@ -66,11 +67,9 @@ ClaheKernels clahe_kernels(Backend b) {
 // passes them to sink(row0, rows, data); the other ranks send theirs. An exception in
 // sink is remembered and the rest is still received (so no rank waits forever); the
 // outcome is agreed on: InputError::everywhere when rank 0 failed.
-void stream_bands_to_root(MPI_Comm comm, int64_t H, int64_t W, const void* own_data, size_t px_bytes,
+void stream_bands_to_root(Comm& comm, int64_t H, int64_t W, const void* own_data, size_t px_bytes,
                           const std::function<void(int64_t, int64_t, const void*)>& sink, const std::string& out) {
-    int rank = 0, size = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
+    const int rank = comm.rank(), size = comm.size();
     const int64_t row_bytes = W * static_cast<int64_t>(px_bytes);
     const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{64} << 20) / std::max<int64_t>(row_bytes, 1));
     std::string err;
@@ -90,7 +89,7 @@ void stream_bands_to_root(MPI_Comm comm, int64_t H, int64_t W, const void* own_d
             for (int64_t r = b0; r < b1; r += chunk_rows) {
                 const int64_t n = std::min(chunk_rows, b1 - r);
                 buf.resize(static_cast<size_t>(n * row_bytes));
-                MPI_Recv(buf.data(), static_cast<int>(n * row_bytes), MPI_BYTE, s, kTag, comm, MPI_STATUS_IGNORE);
+                comm.recv(buf.data(), static_cast<size_t>(n * row_bytes), s, kTag);
                 guarded(r, n, buf.data());
             }
         }
@@ -99,11 +98,11 @@ void stream_bands_to_root(MPI_Comm comm, int64_t H, int64_t W, const void* own_d
         const auto* p = static_cast<const uint8_t*>(own_data);
         for (int64_t r = b0; r < b1; r += chunk_rows) {
             const int64_t n = std::min(chunk_rows, b1 - r);
-            MPI_Send(p + (r - b0) * row_bytes, static_cast<int>(n * row_bytes), MPI_BYTE, 0, kTag, comm);
+            comm.send(p + (r - b0) * row_bytes, static_cast<size_t>(n * row_bytes), 0, kTag);
         }
     }
     int64_t failed = err.empty() ? 0 : 1;
-    MPI_Bcast(&failed, 1, MPI_INT64_T, 0, comm);
+    comm.bcast(failed, 0);
     if (failed) throw InputError::everywhere(rank == 0 ? err : out + ": output failed");
 }
 
@@ -190,7 +189,7 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
     std::unique_ptr<RasterReader> in;
     GeoRef geo;
     bool png = false;
-    agree_on_errors(mpi_comm, [&] {
+    agree_on_errors(comm, [&] {
         in = std::make_unique<RasterReader>(resolve_raster_input(opt.input, opt.dataset), opt.band);
         if (has_suffix(opt.output, {".png"}))
             png = true;
@@ -208,7 +207,7 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
             throw InputError(opt.output, "image too large for a PNG; write a .tif");
         geo = input_georef(opt.input, in->info());
     });
-    select_backend_device(opt.backend, mpi_comm);
+    select_backend_device(opt.backend, comm);
     rep.backend = backend_name(opt.backend);
     const ClaheKernels kernels = clahe_kernels(opt.backend);
     const RasterInfo& info = in->info();
@@ -220,7 +219,7 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
     const Window own{r0, 0, r1 - r0, W};
     std::vector<float> img(static_cast<size_t>(own.size()));
     std::vector<uint8_t> valid(static_cast<size_t>(own.size()));
-    agree_on_errors(mpi_comm, [&] {
+    agree_on_errors(comm, [&] {
         if (info.is_complex) {
             // An interferogram or SLC: equalise its amplitude (0 = no data).
             in->read_float(own, img.data(), W);
@@ -237,7 +236,7 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
         out8.resize(static_cast<size_t>(own.size()));
     else
         out16.resize(static_cast<size_t>(own.size()));
-    agree_on_errors(mpi_comm, [&] {
+    agree_on_errors(comm, [&] {
         try {
             rep.range = p.out_bits == 8
                             ? kernels.to8(img.data(), valid.data(), own, W, H, W, p, comm, out8.data(), W)
@@ -257,7 +256,7 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
         std::vector<uint8_t> whole;
         if (rank == 0) whole.resize(static_cast<size_t>(H * W) * px);
         stream_bands_to_root(
-            mpi_comm, H, W, data, px,
+            comm, H, W, data, px,
             [&](int64_t row0, int64_t n, const void* d) {
                 std::memcpy(whole.data() + static_cast<size_t>(row0 * W) * px, d, static_cast<size_t>(n * W) * px);
             },
@@ -285,7 +284,7 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
         if (comm.max(int64_t{!err.empty()}))
             throw InputError::everywhere(rank == 0 ? err : opt.output + ": GeoTIFF output failed");
         stream_bands_to_root(
-            mpi_comm, H, W, data, px, [&](int64_t row0, int64_t n, const void* d) { tif->write(row0, n, d); },
+            comm, H, W, data, px, [&](int64_t row0, int64_t n, const void* d) { tif->write(row0, n, d); },
             opt.output);
         if (rank == 0) {
             try {

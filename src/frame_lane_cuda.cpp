@@ -12,6 +12,7 @@
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/region.h"
 #include "partition/comm.h"
+#include "partition/cuda/surface_fit.h"
 #include "partition/rank_grid.h"
 #include "src/unwrap_stages.h"
 #endif

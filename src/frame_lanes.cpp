@@ -15,6 +15,7 @@
 #include "kernels/cpu/region.h"
 #include "partition/comm.h"
 #include "partition/rank_grid.h"
+#include "partition/surface_fit.h"
 #include "src/frame_lane.h"
 #include "src/unwrap_stages.h"
 

@@ -150,12 +150,11 @@ GeoRef geo_of(const RasterInfo& info, bool compress) {
 
 }  // namespace
 
-HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
+HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm mpi_comm) {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
-    int rank = 0, P = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &P);
+    Comm comm(mpi_comm);
+    const int rank = comm.rank(), P = comm.size();
 
     const std::vector<std::string> inputs = expand_inputs(opt.inputs);
     const auto outs = hologram_outputs(inputs, opt.output);
@@ -165,7 +164,7 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
 
     // The GPU of the rank's node-local index (collective, so outside the checks below).
     const auto [local_rank, local_size] =
-        opt.backend == Backend::kCuda ? node_local_rank(comm) : std::pair<int, int>{0, 1};
+        opt.backend == Backend::kCuda ? comm.node_local_rank() : std::pair<int, int>{0, 1};
 
     // Checks before any work: the backend, the reference (every rank reads it), each rank's own frames.
     std::unique_ptr<HologramDemodulator> demod;
@@ -277,10 +276,8 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm comm) {
     HologramRunReport rep;
     rep.ranks = P;
     rep.lanes = lanes;
-    std::vector<double> all(rec.size(), 0.0);
-    MPI_Reduce(rec.data(), all.data(), static_cast<int>(rec.size()), MPI_DOUBLE, MPI_SUM, 0, comm);
-    double wall = std::chrono::duration<double>(clock::now() - t0).count();
-    MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, comm);
+    const std::vector<double> all = comm.sum_at(rec, 0);
+    const double wall = comm.max(std::chrono::duration<double>(clock::now() - t0).count());
     rep.total_seconds = wall;
     for (int64_t i = 0; i < N; ++i) {
         const double* r = &all[static_cast<size_t>(i) * kRec];

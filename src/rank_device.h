@@ -1,17 +1,12 @@
 // One GPU per rank (ARCHITECTURE.md section 5): the rank's index among the ranks of its node
-// picks its device. Shared by every command that has a CUDA backend.
+// (Comm::node_local_rank) picks its device. Shared by every command that has a CUDA backend.
 #pragma once
-#include <mpi.h>
-
-#include <utility>
+#include "partition/comm.h"
 
 namespace tessera {
 
-// (node-local rank, ranks on the node). Collective over comm.
-std::pair<int, int> node_local_rank(MPI_Comm comm);
-
 // select_cuda_device (src/unwrap_region.h) for this rank's node-local index; a failure on any
 // rank is thrown as InputError("GPU", ...) on every rank. Returns the device. Collective.
-int select_rank_device(MPI_Comm comm, int requested, bool share);
+int select_rank_device(Comm& comm, int requested, bool share);
 
 }  // namespace tessera

@@ -18,7 +18,7 @@
 #include <memory>
 #include <numbers>
 
-#include "io/error_agreement.h"
+#include "partition/error_agreement.h"
 #include "io/geotiff_writer.h"
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
@@ -197,7 +197,7 @@ int64_t available_memory() {
 
 
 // Setup errors are agreed on: the lowest failing rank's line is thrown on every rank.
-void agree(Comm& comm, const std::function<void()>& step) { agree_on_errors(comm.get(), step); }
+void agree(Comm& comm, const std::function<void()>& step) { agree_on_errors(comm, step); }
 
 void check_same_size(const std::string& path, const RasterInfo& info, const RasterInfo& ref) {
     if (info.rows != ref.rows || info.cols != ref.cols)
@@ -252,14 +252,14 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
                       opt.overwrite);
         grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
     });
-    if (opt.backend == Backend::kCuda) select_rank_device(mpi_comm, opt.device, opt.share_gpus);
+    if (opt.backend == Backend::kCuda) select_rank_device(comm, opt.device, opt.share_gpus);
     const RasterInfo& info = in->info();
     const int64_t H = info.rows, W = info.cols;
     // Memory before allocating (section 7): the window's arrays (phase 4, flags 1, labels 4,
     // valid 1, cycles 4) and the stages' own (about 16 bytes a pixel at most), times the ranks
     // of this node sharing its memory.
     const Window own = grid.own(rank), buf = grid.buffer(rank);
-    const int64_t local_ranks = comm.size() > 1 ? node_local_rank(mpi_comm).second : 1;
+    const int64_t local_ranks = comm.size() > 1 ? comm.node_local_rank().second : 1;
     agree(comm, [&] {
         const int64_t per_pixel = 4 + 1 + 4 + 1 + (opt.save_cycles ? 4 : 0) + 16;
         const int64_t need = buf.size() * per_pixel;

@@ -2,8 +2,6 @@
 // exact, partition-invariant summation of the moments).
 #include "kernels/background.h"
 
-#include <mpi.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -12,8 +10,6 @@
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#include "partition/comm.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -106,12 +102,6 @@ inline int64_t round_even(double v) {
 
 inline int64_t fixed62(double v) { return static_cast<int64_t>(std::llrint(std::ldexp(v, kFracBits))); }
 
-void check_degree(int degree) {
-    if (degree < 0 || degree > kMaxSurfaceDegree)
-        throw std::invalid_argument("surface degree " + std::to_string(degree) + " out of range 0.." +
-                                    std::to_string(kMaxSurfaceDegree));
-}
-
 inline bool used(const float* z, const uint8_t* valid, const uint8_t* mask, int64_t i) {
     return (valid == nullptr || valid[i] != 0) && (mask == nullptr || mask[i] != 0) && std::isfinite(z[i]);
 }
@@ -173,13 +163,21 @@ inline double eval_x(const double* a, int n, double x) {
     return s;
 }
 
-void sum256_op(void* in, void* inout, int* len, MPI_Datatype*) {
-    auto* a = static_cast<const ExactSum*>(in);
-    auto* b = static_cast<ExactSum*>(inout);
-    for (int k = 0; k < *len; ++k) add256(b[k], a[k].data());
+}  // namespace
+
+void check_surface_degree(int degree) {
+    if (degree < 0 || degree > kMaxSurfaceDegree)
+        throw std::invalid_argument("surface degree " + std::to_string(degree) + " out of range 0.." +
+                                    std::to_string(kMaxSurfaceDegree));
 }
 
-}  // namespace
+void add_exact(ExactSum& into, const ExactSum& v) { add256(into, v.data()); }
+
+ExactSum exact_from(int64_t v) {
+    ExactSum s{};
+    add_int(s, v);
+    return s;
+}
 
 std::pair<int, int> surface_term(int t) {
     int d = 0;
@@ -210,7 +208,7 @@ int surface_zexp(double max_abs) {
 
 SurfaceMoments surface_moments(const float* z, const uint8_t* valid, const uint8_t* mask, const Window& own,
                                int64_t stride, int64_t H, int64_t W, int degree, int zexp) {
-    check_degree(degree);
+    check_surface_degree(degree);
     const int n = degree, n2 = 2 * n, np = n2 + 1;
     SurfaceMoments m;
     m.degree = n;
@@ -280,7 +278,7 @@ void add_moments(SurfaceMoments& into, const SurfaceMoments& other) {
 }
 
 SurfaceFit solve_surface(const SurfaceMoments& mo) {
-    check_degree(mo.degree);
+    check_surface_degree(mo.degree);
     const int n = mo.degree, M = surface_terms(n);
     const std::string what = "degree-" + std::to_string(n) + " surface (" + std::to_string(M) + " terms)";
     if (mo.count < M)
@@ -363,38 +361,6 @@ SurfaceFit solve_surface(const SurfaceMoments& mo) {
     return f;
 }
 
-SurfaceFit fit_surface(const float* z, const uint8_t* valid, const uint8_t* mask, const Window& own,
-                       int64_t stride, int64_t H, int64_t W, int degree, Comm& comm) {
-    check_degree(degree);
-    const double local_max = surface_max_abs(z, valid, mask, own, stride);
-    const double global_max = comm.max(local_max);  // exact in any order
-    SurfaceMoments m = surface_moments(z, valid, mask, own, stride, H, W, degree, surface_zexp(global_max));
-
-    // One allreduce of [count, geo..., zm...] as 256-bit integers, summed exactly.
-    std::vector<ExactSum> buf;
-    buf.reserve(1 + m.geo.size() + m.zm.size());
-    ExactSum cnt{};
-    add_int(cnt, m.count);
-    buf.push_back(cnt);
-    buf.insert(buf.end(), m.geo.begin(), m.geo.end());
-    buf.insert(buf.end(), m.zm.begin(), m.zm.end());
-    if (comm.size() > 1) {
-        MPI_Datatype t;
-        MPI_Type_contiguous(static_cast<int>(sizeof(ExactSum)), MPI_BYTE, &t);
-        MPI_Type_commit(&t);
-        MPI_Op op;
-        MPI_Op_create(&sum256_op, /*commute=*/1, &op);
-        const int rc = MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), t, op, comm.get());
-        MPI_Op_free(&op);
-        MPI_Type_free(&t);
-        if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Allreduce of the surface moments failed");
-    }
-    m.count = static_cast<int64_t>(buf[0][0]);
-    std::copy(buf.begin() + 1, buf.begin() + 1 + static_cast<std::ptrdiff_t>(m.geo.size()), m.geo.begin());
-    std::copy(buf.begin() + 1 + static_cast<std::ptrdiff_t>(m.geo.size()), buf.end(), m.zm.begin());
-    return solve_surface(m);
-}
-
 double evaluate_surface(const SurfaceFit& fit, int64_t r, int64_t c, int64_t H, int64_t W) {
     double a[kMaxSurfaceDegree + 1] = {};
     row_poly(fit, surface_coord(r, H), a);
@@ -454,7 +420,7 @@ SubtractRowFn subtract_row_for(int degree) {
 
 ResidualSums subtract_surface(float* z, const uint8_t* valid, const uint8_t* mask, const Window& own,
                               int64_t stride, int64_t H, int64_t W, const SurfaceFit& fit) {
-    check_degree(fit.degree);
+    check_surface_degree(fit.degree);
     if (fit.coeffs.size() != static_cast<size_t>(surface_terms(fit.degree)))
         throw std::invalid_argument("subtract_surface: wrong number of coefficients");
     ResidualSums out;

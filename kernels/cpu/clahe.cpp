@@ -1,8 +1,6 @@
 // CLAHE, CPU backend (kernels/clahe.h defines every step).
 #include "kernels/clahe.h"
 
-#include <mpi.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,7 +9,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "partition/comm.h"
 
 namespace tessera {
 
@@ -217,25 +214,6 @@ void apply(const T* img, const uint8_t* valid, const Window& own, int64_t stride
         apply_rows<false>(img, valid, own, stride, g, p, bin, lut, out, out_stride);
 }
 
-template <class T, class O>
-ClaheRange clahe_collective(const T* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H,
-                            int64_t W, const ClaheParams& p, Comm& comm, O* out, int64_t out_stride) {
-    const ClaheGrid g = make_clahe_grid(H, W, p);
-    if (std::is_same_v<O, uint8_t> && p.out_bits != 8)
-        throw std::invalid_argument("clahe: an 8-bit output buffer needs out_bits = 8");
-    const ClaheRange range = clahe_global_range(local_range(img, valid, own, stride), p, comm);
-    std::vector<uint32_t> hist(static_cast<size_t>(g.tiles()) * static_cast<size_t>(p.nbins), 0);
-    histograms(img, valid, own, stride, g, p, range, hist.data());
-    if (comm.size() > 1 &&
-        MPI_Allreduce(MPI_IN_PLACE, hist.data(), static_cast<int>(hist.size()), MPI_UINT32_T, MPI_SUM, comm.get()) !=
-            MPI_SUCCESS)
-        throw std::runtime_error("MPI_Allreduce of the CLAHE histograms failed");
-    std::vector<uint16_t> lut(hist.size());
-    clahe_luts(hist.data(), g, p, lut.data());
-    apply(img, valid, own, stride, g, p, range, lut.data(), out, out_stride);
-    return range;
-}
-
 }  // namespace
 
 ClaheGrid make_clahe_grid(int64_t H, int64_t W, const ClaheParams& p) {
@@ -263,19 +241,6 @@ ClaheGrid make_clahe_grid(int64_t H, int64_t W, const ClaheParams& p) {
     g.ty = p.tile_rows;
     g.tx = p.tile_cols;
     return g;
-}
-
-ClaheRange clahe_global_range(const ClaheRange& local, const ClaheParams& p, Comm& comm) {
-    ClaheRange range;
-    range.lo = -comm.max(-local.lo);  // min and max are exact in any order
-    range.hi = comm.max(local.hi);
-    range.count = comm.sum(local.count);
-    if (range.count == 0) throw std::runtime_error("no valid pixels");
-    if (p.fixed_range) {
-        range.lo = p.lo;
-        range.hi = p.hi;
-    }
-    return range;
 }
 
 ClaheRange clahe_local_range(const float* img, const uint8_t* valid, const Window& own, int64_t stride) {
@@ -355,23 +320,6 @@ void clahe_apply(const uint16_t* img, const uint8_t* valid, const Window& own, i
                  const ClaheParams& p, const ClaheRange& range, const uint16_t* lut, uint8_t* out,
                  int64_t out_stride) {
     apply(img, valid, own, stride, g, p, range, lut, out, out_stride);
-}
-
-ClaheRange clahe(const float* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H, int64_t W,
-                 const ClaheParams& p, Comm& comm, uint16_t* out, int64_t out_stride) {
-    return clahe_collective(img, valid, own, stride, H, W, p, comm, out, out_stride);
-}
-ClaheRange clahe(const uint16_t* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H,
-                 int64_t W, const ClaheParams& p, Comm& comm, uint16_t* out, int64_t out_stride) {
-    return clahe_collective(img, valid, own, stride, H, W, p, comm, out, out_stride);
-}
-ClaheRange clahe(const float* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H, int64_t W,
-                 const ClaheParams& p, Comm& comm, uint8_t* out, int64_t out_stride) {
-    return clahe_collective(img, valid, own, stride, H, W, p, comm, out, out_stride);
-}
-ClaheRange clahe(const uint16_t* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H,
-                 int64_t W, const ClaheParams& p, Comm& comm, uint8_t* out, int64_t out_stride) {
-    return clahe_collective(img, valid, own, stride, H, W, p, comm, out, out_stride);
 }
 
 }  // namespace tessera

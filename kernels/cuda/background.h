@@ -17,10 +17,6 @@
 #include "kernels/background.h"
 #include "kernels/types.h"
 
-namespace tessera {
-class Comm;
-}
-
 namespace tessera::cuda {
 
 // Largest |z| over the pixels used (0 when none): tessera::surface_max_abs.
@@ -37,13 +33,24 @@ SurfaceMoments surface_moments(const float* z, const uint8_t* valid, const uint8
 ResidualSums subtract_surface(float* z, const uint8_t* valid, const uint8_t* mask, const Window& own, int64_t stride,
                               int64_t H, int64_t W, const SurfaceFit& fit, cudaStream_t s);
 
-// Collective over comm, as tessera::fit_surface: max |z| allreduce, device moments, one
-// exchange of the moments, host solve. Bit-identical coefficients for any backend and split.
-SurfaceFit fit_surface(const float* z, const uint8_t* valid, const uint8_t* mask, const Window& own, int64_t stride,
-                       int64_t H, int64_t W, int degree, Comm& comm, cudaStream_t s);
+// One rank's window of device arrays as the collective fit sees it (partition/surface_fit.h:
+// fit_surface; partition/cuda/surface_fit.h: cuda::fit_surface): its local results only.
+struct DeviceSurfaceWindow {
+    const float* z;
+    const uint8_t* valid;
+    const uint8_t* mask;
+    Window own;
+    int64_t stride, H, W;
+    cudaStream_t s;
+    double max_abs() const { return surface_max_abs(z, valid, mask, own, stride, s); }
+    SurfaceMoments moments(int degree, int zexp) const {
+        return surface_moments(z, valid, mask, own, stride, H, W, degree, zexp, s);
+    }
+};
 
 // A rank's band for the commands: host arrays uploaded once (contiguous on the device),
-// fitted and subtracted there, the result downloaded into the host z.
+// fitted (partition/surface_fit.h: fit_surface(band, degree, comm)) and subtracted there,
+// the result downloaded into the host z.
 class SurfaceBand {
 public:
     SurfaceBand(float* z, const uint8_t* valid, const uint8_t* mask, const Window& own, int64_t stride, int64_t H,
@@ -52,7 +59,8 @@ public:
     SurfaceBand(const SurfaceBand&) = delete;
     SurfaceBand& operator=(const SurfaceBand&) = delete;
 
-    SurfaceFit fit(int degree, Comm& comm);  // collective
+    double max_abs();                            // the fit's local results (DeviceSurfaceWindow)
+    SurfaceMoments moments(int degree, int zexp);
     ResidualSums subtract(const SurfaceFit& fit);  // and download into the host z
 
 private:

@@ -5,8 +5,9 @@
 //
 // Image, valid (null = every pixel) and out are device memory at the window's first pixel
 // with row strides in elements; hist and lut are device arrays of tiles() * nbins, tile-major.
-// Work goes on stream s. clahe_local_range and clahe() return after the stream has finished;
+// Work goes on stream s. clahe_local_range returns after the stream has finished;
 // clahe_histograms, clahe_luts and clahe_apply are only queued (synchronise s before reading).
+// The collective cuda::clahe and cuda::clahe_from_host are partition/cuda/clahe.h's.
 //
 // Compiled by nvcc (C++17, clahe.cu) and g++ (C++20): only C++17 headers here.
 #pragma once
@@ -16,10 +17,6 @@
 
 #include "kernels/clahe.h"
 #include "kernels/types.h"
-
-namespace tessera {
-class Comm;
-}
 
 namespace tessera::cuda {
 
@@ -55,28 +52,5 @@ void clahe_apply(const float* img, const uint8_t* valid, const Window& own, int6
 void clahe_apply(const uint16_t* img, const uint8_t* valid, const Window& own, int64_t stride, const ClaheGrid& g,
                  const ClaheParams& p, const ClaheRange& range, const uint16_t* lut, uint8_t* out,
                  int64_t out_stride, cudaStream_t s);
-
-// Collective over comm, as tessera::clahe, on device arrays: range allreduce (unless fixed),
-// device histograms (with more than one rank: downloaded, summed by one allreduce, uploaded),
-// device LUTs and interpolation. The same exceptions as tessera::clahe. Returns the range.
-ClaheRange clahe(const float* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H, int64_t W,
-                 const ClaheParams& p, Comm& comm, uint16_t* out, int64_t out_stride, cudaStream_t s);
-ClaheRange clahe(const uint16_t* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H, int64_t W,
-                 const ClaheParams& p, Comm& comm, uint16_t* out, int64_t out_stride, cudaStream_t s);
-ClaheRange clahe(const float* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H, int64_t W,
-                 const ClaheParams& p, Comm& comm, uint8_t* out, int64_t out_stride, cudaStream_t s);
-ClaheRange clahe(const uint16_t* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H, int64_t W,
-                 const ClaheParams& p, Comm& comm, uint8_t* out, int64_t out_stride, cudaStream_t s);
-
-// The same over HOST arrays (the commands): uploads the window, equalises it on the current
-// device, downloads out. Signatures of tessera::clahe.
-ClaheRange clahe_from_host(const float* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H,
-                           int64_t W, const ClaheParams& p, Comm& comm, uint16_t* out, int64_t out_stride);
-ClaheRange clahe_from_host(const uint16_t* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H,
-                           int64_t W, const ClaheParams& p, Comm& comm, uint16_t* out, int64_t out_stride);
-ClaheRange clahe_from_host(const float* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H,
-                           int64_t W, const ClaheParams& p, Comm& comm, uint8_t* out, int64_t out_stride);
-ClaheRange clahe_from_host(const uint16_t* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H,
-                           int64_t W, const ClaheParams& p, Comm& comm, uint8_t* out, int64_t out_stride);
 
 }  // namespace tessera::cuda

@@ -24,6 +24,8 @@
 #include "kernels/cuda/background.h"
 #include "kernels/cuda/device_buffer.h"
 #include "partition/comm.h"
+#include "partition/cuda/surface_fit.h"
+#include "partition/surface_fit.h"
 #include "support/gpu_skip.h"
 
 namespace tessera {
@@ -292,7 +294,7 @@ TEST(CudaBackground, CommandBandFromHostArraysMatchesCpu) {
     const SurfaceFit cf = fit_surface(cpu_z.data(), s.valid.data(), s.mask.data(), w, s.stride, s.H, s.W, 3, self);
     const ResidualSums crs = subtract_surface(cpu_z.data(), s.valid.data(), s.mask.data(), w, s.stride, s.H, s.W, cf);
     cuda::SurfaceBand band(dev_z.data(), s.valid.data(), s.mask.data(), w, s.stride, s.H, s.W);
-    const SurfaceFit df = band.fit(3, self);
+    const SurfaceFit df = fit_surface(band, 3, self);
     const ResidualSums drs = band.subtract(df);
     EXPECT_EQ(std::memcmp(df.coeffs.data(), cf.coeffs.data(), cf.coeffs.size() * sizeof(double)), 0);
     EXPECT_EQ(std::memcmp(dev_z.data(), cpu_z.data(), cpu_z.size() * sizeof(float)), 0);
@@ -321,7 +323,7 @@ TEST(CudaDistributed, BackgroundFitAcrossRanksEqualsOneCpuRank) {
         std::vector<float> band(s.z.begin() + static_cast<std::ptrdiff_t>(off),
                                 s.z.begin() + static_cast<std::ptrdiff_t>(off + own.rows * s.stride));
         cuda::SurfaceBand dev(band.data(), s.valid.data() + off, s.mask.data() + off, own, s.stride, s.H, s.W);
-        const SurfaceFit df = dev.fit(n, world);
+        const SurfaceFit df = fit_surface(dev, n, world);
         dev.subtract(df);
         EXPECT_EQ(std::memcmp(df.coeffs.data(), cf.coeffs.data(), cf.coeffs.size() * sizeof(double)), 0)
             << "rank " << world.rank() << " degree " << n;

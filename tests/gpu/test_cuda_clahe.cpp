@@ -24,7 +24,9 @@
 #include "kernels/clahe.h"
 #include "kernels/cuda/clahe.h"
 #include "kernels/cuda/device_buffer.h"
+#include "partition/clahe.h"
 #include "partition/comm.h"
+#include "partition/cuda/clahe.h"
 #include "support/gpu_skip.h"
 
 namespace tessera {

@@ -6,12 +6,9 @@
 // Also checked collectively: errors are thrown alike on every rank, and an
 // uncommitted writer leaves no file. Exit code 0 when all is well, 1 otherwise.
 //
-// Not a GoogleTest file (name not test_*.cpp): it has its own main. Build and run
-// from the repository root (one command line each):
-//   mpicxx -std=c++20 -O2 -I. $(pkg-config --cflags hdf5-openmpi)
-//          tests/io/mpi_hdf5_writer_check.cpp io/hdf5_writer.cpp
-//          $(pkg-config --libs hdf5-openmpi) -o mpi_hdf5_writer_check
-//   mpirun -np 3 ./mpi_hdf5_writer_check [output-directory]
+// Not a GoogleTest file (name not test_*.cpp): it has its own main. CTest runs it under
+// mpirun -np 1, 2 and 3 (tests mpi_hdf5_writer_np*, label mpi); by hand, from build/:
+//   mpirun -np 3 tests/mpi_hdf5_writer_check [output-directory]
 #include <hdf5.h>
 #include <mpi.h>
 #include <unistd.h>

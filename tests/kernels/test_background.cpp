@@ -28,6 +28,7 @@
 #include "io/raster_reader.h"
 #include "kernels/background.h"
 #include "partition/comm.h"
+#include "partition/surface_fit.h"
 #include "src/background_command.h"
 #include "support/cli.h"
 

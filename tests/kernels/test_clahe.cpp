@@ -22,6 +22,7 @@
 #include "io/input_error.h"
 #include "io/raster_reader.h"
 #include "kernels/clahe.h"
+#include "partition/clahe.h"
 #include "partition/comm.h"
 #include "src/clahe_command.h"
 #include "support/cli.h"

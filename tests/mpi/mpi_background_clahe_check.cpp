@@ -43,7 +43,9 @@
 #include "io/raster_reader.h"
 #include "kernels/background.h"
 #include "kernels/clahe.h"
+#include "partition/clahe.h"
 #include "partition/comm.h"
+#include "partition/surface_fit.h"
 #include "src/background_command.h"
 #include "src/clahe_command.h"
 

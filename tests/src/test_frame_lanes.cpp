@@ -15,6 +15,7 @@
 
 #include "kernels/background.h"
 #include "partition/comm.h"
+#include "partition/surface_fit.h"
 #include "src/frame_lanes.h"
 #include "support/frame_runs.h"
 #include "support/hologram_scene.h"

@@ -1,7 +1,7 @@
 // The collective CLAHE of the CUDA backend, on device arrays and from host arrays
-// (kernels/cuda/clahe.h); host code, g++. The steps and the MPI reductions are those of
-// tessera::clahe (kernels/cpu/clahe.cpp), so every rank count gives the same picture.
-#include <mpi.h>
+// (partition/cuda/clahe.h); host code, g++. The steps and the reductions are those of
+// tessera::clahe (partition/clahe.cpp), so every rank count gives the same picture.
+#include "partition/cuda/clahe.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -11,7 +11,7 @@
 #include "kernels/cuda/clahe.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/kernels.h"
-#include "partition/comm.h"
+#include "partition/clahe.h"
 
 namespace tessera::cuda {
 
@@ -35,9 +35,7 @@ ClaheRange collective(const T* img, const uint8_t* valid, const Window& own, int
         check(cudaMemcpyAsync(h.data(), hist.get(), nh * sizeof(uint32_t), cudaMemcpyDeviceToHost, s),
               "clahe (download histograms)");
         check(cudaStreamSynchronize(s), "clahe (histograms)");
-        if (MPI_Allreduce(MPI_IN_PLACE, h.data(), static_cast<int>(nh), MPI_UINT32_T, MPI_SUM, comm.get()) !=
-            MPI_SUCCESS)
-            throw std::runtime_error("MPI_Allreduce of the CLAHE histograms failed");
+        comm.sum_in_place(h);
         check(cudaMemcpyAsync(hist.get(), h.data(), nh * sizeof(uint32_t), cudaMemcpyHostToDevice, s),
               "clahe (upload histograms)");
     }

@@ -1,7 +1,5 @@
-// The collective background fit of the CUDA backend and the commands' band on the device
-// (kernels/cuda/background.h); host code, g++.
-#include <mpi.h>
-
+// The commands' band on the device (kernels/cuda/background.h); host code, g++. The fit's
+// cross-rank steps are partition/surface_fit.h's.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -11,43 +9,8 @@
 #include "kernels/cuda/background.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/kernels.h"
-#include "partition/comm.h"
 
 namespace tessera::cuda {
-
-SurfaceFit fit_surface(const float* z, const uint8_t* valid, const uint8_t* mask, const Window& own, int64_t stride,
-                       int64_t H, int64_t W, int degree, Comm& comm, cudaStream_t s) {
-    if (degree < 0 || degree > kMaxSurfaceDegree)
-        throw std::invalid_argument("surface degree " + std::to_string(degree) + " out of range 0.." +
-                                    std::to_string(kMaxSurfaceDegree));
-    const double local_max = surface_max_abs(z, valid, mask, own, stride, s);
-    const double global_max = comm.max(local_max);  // exact in any order; no MPI call alone (frame lanes)
-    SurfaceMoments m = surface_moments(z, valid, mask, own, stride, H, W, degree, surface_zexp(global_max), s);
-    if (comm.size() > 1) {
-        // Every rank's [count, geo..., zm...], added exactly (so in any order) by every rank.
-        std::vector<ExactSum> mine;
-        mine.reserve(1 + m.geo.size() + m.zm.size());
-        mine.push_back(ExactSum{static_cast<uint64_t>(m.count), 0, 0, 0});
-        mine.insert(mine.end(), m.geo.begin(), m.geo.end());
-        mine.insert(mine.end(), m.zm.begin(), m.zm.end());
-        const std::vector<ExactSum> all = comm.allgatherv(mine);
-        SurfaceMoments total = m, part = m;
-        total.count = 0;
-        std::fill(total.geo.begin(), total.geo.end(), ExactSum{});
-        std::fill(total.zm.begin(), total.zm.end(), ExactSum{});
-        const size_t k = mine.size();
-        for (size_t r = 0; r + k <= all.size(); r += k) {
-            part.count = static_cast<int64_t>(all[r][0]);
-            std::copy(all.begin() + static_cast<std::ptrdiff_t>(r + 1),
-                      all.begin() + static_cast<std::ptrdiff_t>(r + 1 + m.geo.size()), part.geo.begin());
-            std::copy(all.begin() + static_cast<std::ptrdiff_t>(r + 1 + m.geo.size()),
-                      all.begin() + static_cast<std::ptrdiff_t>(r + k), part.zm.begin());
-            add_moments(total, part);
-        }
-        m = std::move(total);
-    }
-    return solve_surface(m);
-}
 
 SurfaceBand::SurfaceBand(float* z, const uint8_t* valid, const uint8_t* mask, const Window& own, int64_t stride,
                          int64_t H, int64_t W)
@@ -91,8 +54,10 @@ void SurfaceBand::release() noexcept {
     s_ = nullptr;
 }
 
-SurfaceFit SurfaceBand::fit(int degree, Comm& comm) {
-    return cuda::fit_surface(z_, valid_, mask_, own_, own_.cols, H_, W_, degree, comm, s_);
+double SurfaceBand::max_abs() { return DeviceSurfaceWindow{z_, valid_, mask_, own_, own_.cols, H_, W_, s_}.max_abs(); }
+
+SurfaceMoments SurfaceBand::moments(int degree, int zexp) {
+    return DeviceSurfaceWindow{z_, valid_, mask_, own_, own_.cols, H_, W_, s_}.moments(degree, zexp);
 }
 
 ResidualSums SurfaceBand::subtract(const SurfaceFit& fit) {
