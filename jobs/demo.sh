@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 bash jobs/setup.sh
 out=${TESSERA_DEMO_DIR:-demo}
 size=${TESSERA_DEMO_SIZE:-2048x2048}
-./build/tessera synth --case holes --size "$size" --seed 1 "$out" >/dev/null
+./build/tessera synth --overwrite --case holes --size "$size" --seed 1 "$out" >/dev/null
 ./build/tessera unwrap --overwrite "$out/holes_wrapped.tif" "$out/holes_unwrapped.h5" \
     --coherence "$out/holes_coherence.tif" --min-coherence 0.3 \
     --geotiff "$out/holes_unwrapped.tif" --quicklook "$out/holes_quicklook.png"

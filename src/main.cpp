@@ -17,6 +17,7 @@
 #include "io/gdal_session.h"
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
+#include "io/output_path.h"
 #include "io/output_set.h"
 #include "src/background_command.h"
 #include "src/batch.h"
@@ -219,6 +220,9 @@ int main(int argc, char** argv) {
     synth->add_option("--size", synth_size, "ROWSxCOLS")->capture_default_str();
     synth->add_option("--seed", synth_seed, "random seed")->capture_default_str();
     synth->add_option("OUT_DIR", synth_dir, "output directory (created if missing)")->required();
+    bool synth_overwrite = false;
+    synth->add_flag("--overwrite", synth_overwrite,
+                    "replace the scene's files if they exist (regular files only; without it an existing one is an error)");
 
     std::vector<std::string> info_paths;
     auto* info = app.add_subcommand("info", "describe tessera result files");
@@ -266,13 +270,22 @@ int main(int argc, char** argv) {
             tessera::run_hologram_command();
         } else if (*synth) {
             const auto [rows, cols] = parse_size(synth_size);
-            std::filesystem::create_directories(synth_dir);
             std::vector<std::string> cases =
                 synth_case == "all" ? tessera::synth_case_names() : std::vector<std::string>{synth_case};
-            for (const auto& c : cases) {
-                const auto scene = tessera::make_scene(c, rows, cols, synth_seed);
-                std::printf("%s\n", tessera::write_scene(scene, synth_dir).c_str());
+            std::vector<std::string> outs, wrapped;
+            for (const auto& c : cases)
+                for (const std::string& f : tessera::scene_files(c, synth_dir)) outs.push_back(f);
+            std::filesystem::create_directories(synth_dir);
+            // As every command's outputs (issue 14): regular files only, an existing one only with
+            // --overwrite, all of them in place together or none.
+            tessera::check_outputs(outs, {}, synth_overwrite);
+            tessera::OutputSet outputs(synth_overwrite);
+            {
+                tessera::CollectOutputs collect(outputs);
+                for (const auto& c : cases) wrapped.push_back(tessera::write_scene(tessera::make_scene(c, rows, cols, synth_seed), synth_dir));
             }
+            outputs.commit();
+            for (const std::string& w : wrapped) std::printf("%s\n", w.c_str());
         } else if (*info) {
             const int bad = run_info(info_paths);
             MPI_Finalize();

@@ -682,8 +682,13 @@ SynthScene make_scene(const std::string& name, int64_t rows, int64_t cols, uint6
     return sc;
 }
 
+std::vector<std::string> scene_files(const std::string& name, const std::string& dir) {
+    const std::filesystem::path base(dir);
+    return {(base / (name + "_wrapped.tif")).string(), (base / (name + "_coherence.tif")).string(),
+            (base / (name + "_truth.tif")).string()};
+}
+
 std::string write_scene(const SynthScene& scene, const std::string& dir) {
-    namespace fs = std::filesystem;
     GeoRef geo;
     // A plausible UTM zone 11N frame: 30 m pixels, north up, upper-left corner in the zone.
     geo.has_geotransform = true;
@@ -701,14 +706,11 @@ std::string write_scene(const SynthScene& scene, const std::string& dir) {
     // Noisy float phase barely deflates, and decoding it would dominate the benchmarks' reads.
     geo.compress = false;
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    const fs::path base(dir);
-    const std::string wrapped = (base / (scene.name + "_wrapped.tif")).string();
-    write_geotiff_f32(wrapped, scene.rows, scene.cols, scene.wrapped.data(), geo, nan);
-    write_geotiff_f32((base / (scene.name + "_coherence.tif")).string(), scene.rows, scene.cols,
-                      scene.coherence.data(), geo, std::nullopt);
-    write_geotiff_f32((base / (scene.name + "_truth.tif")).string(), scene.rows, scene.cols,
-                      scene.truth.data(), geo, nan);
-    return wrapped;
+    const std::vector<std::string> files = scene_files(scene.name, dir);
+    write_geotiff_f32(files[0], scene.rows, scene.cols, scene.wrapped.data(), geo, nan);
+    write_geotiff_f32(files[1], scene.rows, scene.cols, scene.coherence.data(), geo, std::nullopt);
+    write_geotiff_f32(files[2], scene.rows, scene.cols, scene.truth.data(), geo, nan);
+    return files[0];
 }
 
 }  // namespace tessera

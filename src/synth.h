@@ -23,7 +23,11 @@ const std::vector<std::string>& synth_case_names();
 // Throws std::invalid_argument for an unknown case name or rows/cols < 2.
 SynthScene make_scene(const std::string& name, int64_t rows, int64_t cols, uint64_t seed);
 
-// Writes <dir>/<name>_wrapped.tif (nodata NaN), <name>_coherence.tif, <name>_truth.tif (nodata NaN).
+// The three files write_scene makes for case `name` in `dir`: wrapped, coherence, truth.
+std::vector<std::string> scene_files(const std::string& name, const std::string& dir);
+
+// Writes <dir>/<name>_wrapped.tif (nodata NaN), <name>_coherence.tif, <name>_truth.tif (nodata NaN)
+// through unique temporaries (io/output_set.h: left to the active OutputSet when there is one).
 // Returns the path of the wrapped-phase file.
 std::string write_scene(const SynthScene& scene, const std::string& dir);
 

@@ -127,9 +127,39 @@ std::string fmt(double v) {
     return b;
 }
 
+// Whether values in [lo, hi] could be fractions of a cycle: they span about one, inside
+// [-0.5, 0.5] or [0, 1].
+bool cycle_range(double lo, double hi) {
+    constexpr double tol = 1e-3;
+    const double span = hi - lo;
+    return span >= 0.9 && span <= 1.0 + tol && ((lo >= -0.5 - tol && hi <= 0.5 + tol) || (lo >= -tol && hi <= 1.0 + tol));
+}
+
+// Horizontal pairs of valid pixels in the window whose step exceeds 0.75 (`wraps`) and 0.25
+// (`steps`). Cycles wrap with steps of about 1 between steps much smaller; a phase in radians
+// that stays within one radian never wraps, and its noise spreads its steps evenly.
+struct CycleJumps {
+    int64_t wraps = 0, steps = 0;
+};
+CycleJumps cycle_jumps(const RegionArrays& a, const Window& own, const uint8_t* flags) {
+    CycleJumps j;
+    int64_t wraps = 0, steps = 0;
+#pragma omp parallel for reduction(+ : wraps, steps) schedule(static)
+    for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
+        for (int64_t c = own.col0; c + 1 < own.col0 + own.cols; ++c) {
+            const int64_t p = a.index(r, c);
+            if ((flags[p] | flags[p + 1]) & kInvalid) continue;
+            const float d = std::fabs(a.phase[p + 1] - a.phase[p]);
+            wraps += d > 0.75f, steps += d > 0.25f;
+        }
+    j.wraps = wraps, j.steps = steps;
+    return j;
+}
+
 // A wrapped phase lies in [-pi, pi] or [0, 2 pi] (a little more for rounding): values that
-// look like degrees or cycles get a line saying so (section 7). lo/hi over the valid pixels.
-void check_phase_range(const std::string& path, double lo, double hi, int64_t valid) {
+// look like degrees or cycles get a line saying so (section 7). lo/hi over the valid pixels;
+// jumps: cycle_jumps summed over the ranks.
+void check_phase_range(const std::string& path, double lo, double hi, int64_t valid, const CycleJumps& jumps) {
     constexpr double pi = std::numbers::pi, tol = 1e-3;
     const std::string seen = "values in [" + fmt(lo) + ", " + fmt(hi) + "]";
     const double big = std::max(std::fabs(lo), std::fabs(hi));
@@ -142,11 +172,9 @@ void check_phase_range(const std::string& path, double lo, double hi, int64_t va
                                           "[-pi, pi] or [0, 2 pi) (multiply by pi/180)");
         throw InputError(path, seen + ": not a wrapped phase (expected radians in [-pi, pi] or [0, 2 pi))");
     }
-    // Cycles: a whole image of wrapped phase never stays inside one radian, but fractions of a
-    // cycle that span it fully are exactly that.
-    const double span = hi - lo;
-    if (valid >= 1000 && span >= 0.9 && span <= 1.0 + tol &&
-        ((lo >= -0.5 - tol && hi <= 0.5 + tol) || (lo >= -tol && hi <= 1.0 + tol)))
+    // Cycles: fractions of a cycle span one, and wrap between neighbours with steps of about
+    // one that stand out from the others (a genuine phase within one radian has no such wraps).
+    if (valid >= 1000 && cycle_range(lo, hi) && jumps.wraps >= 10 && 4 * jumps.wraps >= jumps.steps)
         throw InputError(path, seen + " look like cycles (fractions of 2 pi); tessera needs a wrapped phase in "
                                       "radians, [-pi, pi] (multiply by 2 pi)");
 }
@@ -303,8 +331,13 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
         valid = comm.sum(valid);
         const double lo = -comm.max(-static_cast<double>(rg.lo)), hi = comm.max(static_cast<double>(rg.hi));
         const double coh_lo = -comm.max(-static_cast<double>(rg.coh_lo)), coh_hi = comm.max(static_cast<double>(rg.coh_hi));
+        CycleJumps jumps;
+        if (lo <= hi && cycle_range(lo, hi)) {
+            jumps = cycle_jumps(a, own, flags.data());
+            jumps.wraps = comm.sum(jumps.wraps), jumps.steps = comm.sum(jumps.steps);
+        }
         agree(comm, [&] {
-            if (lo <= hi) check_phase_range(opt.input, lo, hi, valid);
+            if (lo <= hi) check_phase_range(opt.input, lo, hi, valid, jumps);
             if (!opt.coherence.empty() && coh_lo <= coh_hi && (coh_lo < 0.0 || coh_hi > 1.0 + 1e-4))
                 throw InputError(opt.coherence, "values in [" + fmt(coh_lo) + ", " + fmt(coh_hi) +
                                                     "]: not a coherence (expected values in [0, 1])");

@@ -98,6 +98,30 @@ protected:
     std::string in, coh;
 };
 
+// --- synth: the same rules as every command's outputs ------------------------------------------
+
+TEST_F(SafeOutputs, SynthNeverReplacesWithoutOverwrite) {
+    const std::string d = dir / "scene", w = d + "/topo_wrapped.tif", c = d + "/topo_coherence.tif",
+                      t = d + "/topo_truth.tif";
+    ASSERT_EQ(run_tessera("synth --case topo --size 40x50 --seed 1 " + d).exit_code, 0);
+    // Again without --overwrite: refused, one line naming the file, the three files unchanged.
+    expect_refused("synth --case topo --size 40x50 --seed 2 " + d, w, {w, c, t});
+    // One file of a case there and another case asked for too: nothing of either is written.
+    expect_refused("synth --case all --size 40x50 --seed 1 " + d, "--overwrite", {w, c, t});
+    EXPECT_FALSE(fs::exists(d + "/bowl_wrapped.tif"));
+    // A FIFO where a file goes: refused even with --overwrite, the FIFO left as it was.
+    const std::string fresh = dir / "fresh", fifo = fresh + "/bowl_truth.tif";
+    fs::create_directories(fresh);
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    expect_refused("synth --overwrite --case bowl --size 40x50 --seed 1 " + fresh, "not a regular file", {fifo});
+    EXPECT_FALSE(fs::exists(fresh + "/bowl_wrapped.tif"));
+    // With --overwrite: replaced, a new seed gives new bytes.
+    const Snapshot before = snap(w);
+    ASSERT_EQ(run_tessera("synth --overwrite --case topo --size 40x50 --seed 2 " + d).exit_code, 0);
+    EXPECT_FALSE(same(before, snap(w)));
+    EXPECT_TRUE(temporaries_in(d).empty());
+}
+
 // --- row 1: /dev/null, a FIFO, a device node, a directory as output -----------------------
 
 TEST_F(SafeOutputs, DevNullIsNotReplaced) {
@@ -414,6 +438,27 @@ TEST_F(SafeOutputs, PhaseThatIsNotRadiansInMinusPiPi) {
     // [0, 2 pi) (Ghiglia and Pritt's data) is a wrapped phase too: the same result as [-pi, pi].
     EXPECT_EQ(run_tessera(unwrap(pos + " " + (dir / "pos.h5"))).exit_code, 0);
     EXPECT_FALSE(fs::exists(dir / "r.h5"));
+}
+
+// A genuine phase that stays within one radian is not taken for cycles: a smooth ramp from
+// -0.475 to 0.475 rad (no wraps at all) and uniform noise in [-0.5, 0.5] rad (steps spread
+// evenly, no wraps standing out) both unwrap.
+TEST_F(SafeOutputs, PhaseWithinOneRadianIsNotTakenForCycles) {
+    const int64_t H = 60, W = 70;
+    std::vector<float> ramp(static_cast<size_t>(H * W)), noise(ramp.size());
+    uint64_t x = 12345;
+    for (int64_t r = 0; r < H; ++r)
+        for (int64_t c = 0; c < W; ++c) {
+            ramp[static_cast<size_t>(r * W + c)] = static_cast<float>(-0.475 + 0.95 * static_cast<double>(c) / (W - 1));
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            noise[static_cast<size_t>(r * W + c)] = static_cast<float>(static_cast<double>(x >> 11) / 9007199254740992.0 - 0.5);
+        }
+    for (const auto& [name, v] : {std::pair<const char*, const std::vector<float>*>{"ramp.tif", &ramp}, {"noise.tif", &noise}}) {
+        const std::string p = dir / name;
+        write_geotiff_f32(p, H, W, v->data(), GeoRef{}, std::nullopt);
+        const auto r = run_tessera(unwrap(p + " " + (dir / (std::string(name) + ".h5"))));
+        EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    }
 }
 
 TEST_F(SafeOutputs, CoherenceOutsideZeroOne) {
