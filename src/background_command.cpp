@@ -1,6 +1,7 @@
 // `tessera background` (src/background_command.h).
 #include "src/background_command.h"
 
+#include "src/memory_budget.h"
 #include "src/progress.h"
 #include "src/rank_device.h"
 
@@ -206,6 +207,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     const auto t0 = clock::now();
     Comm comm(mpi_comm);
     const int rank = comm.rank(), size = comm.size();
+    const int64_t node_ranks = size > 1 ? comm.node_local_rank().second : 1;  // collective: before the checks
     BackgroundReport rep;
     Lap laps;
     auto lap = [&] { return comm.max(laps.next()); };  // the slowest rank's (collective)
@@ -234,6 +236,9 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
         // Never an input, only a regular file, an existing one only with --overwrite (issue 14).
         check_outputs({opt.output}, {opt.input, opt.mask}, opt.overwrite);
         check_disk_space({{opt.output, info.rows * info.cols * 4 + (1 << 20)}});  // float32, before deflate
+        // The rank's row band: phase 4, valid 1, mask 1, fitted result 4, and slack 2 (bytes a pixel).
+        const int64_t band = (info.rows + size - 1) / size;
+        check_memory(opt.input, band * info.cols * 12, band, info.cols, node_ranks);
         geo = input_georef(opt.input, info);
     });
     select_backend_device(opt.backend, comm);

@@ -294,6 +294,7 @@ FrameTally unwrap_one_by_one(const RankFrames& f) {
 void write_lane_frame(const std::string& path, const std::string& input, const RasterInfo& info,
                       const UnwrapOptions& o, const FrameView& v) {
     const int64_t n = v.rows * v.cols;
+    check_disk_space({{path, n * (o.compress_phase > 0 ? 3 : 4) + n + (1 << 20)}});  // per frame, as written (issue 14)
     int64_t valid = 0;  // the hologram's phase is valid everywhere; u is NaN exactly at invalid pixels
     for (int64_t i = 0; i < n; ++i) valid += !std::isnan(v.u[i]);
     UnwrapReport rep;

@@ -1,4 +1,5 @@
 // `tessera clahe` (src/clahe_command.h).
+#include "src/memory_budget.h"
 #include "src/progress.h"
 #include "src/clahe_command.h"
 
@@ -179,6 +180,7 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
     const auto t0 = clock::now();
     Comm comm(mpi_comm);
     const int rank = comm.rank(), size = comm.size();
+    const int64_t node_ranks = size > 1 ? comm.node_local_rank().second : 1;  // collective: before the checks
     ClaheReport rep;
     Lap laps;
     auto lap = [&] { return comm.max(laps.next()); };  // the slowest rank's (collective)
@@ -198,6 +200,11 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
         // Never the input, only a regular file, an existing one only with --overwrite (issue 14).
         check_outputs({opt.output}, {opt.input}, opt.overwrite);
         check_disk_space({{opt.output, in->info().rows * in->info().cols * (p.out_bits / 8) + (1 << 20)}});
+        // The rank's row band (image 4, valid 1, result 2 bytes a pixel) and, on rank 0, the
+        // gathered result.
+        const int64_t band = (in->info().rows + size - 1) / size;
+        check_memory(opt.input, band * in->info().cols * 7 + in->info().rows * in->info().cols * (p.out_bits / 8), band,
+                     in->info().cols, node_ranks);
         try {
             make_clahe_grid(in->info().rows, in->info().cols, p);
         } catch (const std::invalid_argument& e) {

@@ -13,6 +13,7 @@
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "io/output_set.h"
+#include "src/memory_budget.h"
 #include "src/batch.h"
 #include "src/rank_device.h"
 #include "src/frame_lanes.h"
@@ -29,6 +30,14 @@ std::string size_text(int64_t rows, int64_t cols) {
 constexpr size_t kMaxPlans = 4;
 
 }  // namespace
+
+// Disk space for one frame's files, checked as each is written (a batch's sizes are known
+// frame by frame): float32 phase, and the amplitude when saved (issue 14).
+void check_frame_space(const std::pair<std::string, std::string>& out, int64_t pixels, bool amplitude) {
+    std::vector<OutputNeed> needs{{out.first, pixels * 4 + (1 << 20)}};
+    if (amplitude) needs.push_back({out.second, pixels * 4 + (1 << 20)});
+    check_disk_space(needs);
+}
 
 RasterInfo read_hologram(const std::string& path, int band, std::vector<float>& intensity) {
     RasterReader in(path, band);
@@ -189,6 +198,9 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm mpi_comm)
                 std::vector<OutputNeed> needs{{outs[0].first, ri.rows * ri.cols * 4 + (1 << 20)}};
                 if (opt.save_field) needs.push_back({outs[0].second, ri.rows * ri.cols * 4 + (1 << 20)});
                 check_disk_space(needs);
+                // A frame in flight: intensity 4, two complex spectra 16, phase and amplitude 8
+                // bytes a pixel, in each of the rank's lanes.
+                check_memory(inputs[0], ri.rows * ri.cols * 28 * std::max(1, opt.lanes), ri.rows, ri.cols, local_size);
             }
             if (opt.band < 1) throw InputError::everywhere("--band must be at least 1");
             check_hologram_backend(opt.backend);
@@ -234,6 +246,7 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm mpi_comm)
         const FrameWriter write = [&](int64_t i, const FrameView& v, double seconds) {
             const auto iu = static_cast<size_t>(i);
             const GeoRef geo = geo_of(info[iu], opt.compress);
+            check_frame_space(outs[iu], v.rows * v.cols, opt.save_field);
             OutputSet frame_outputs;  // phase and amplitude in place together or neither (issue 14)
             {
                 CollectOutputs collect(frame_outputs);
@@ -255,6 +268,7 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm mpi_comm)
             try {
                 demod->run(inputs[iu], f, opt.save_field);
                 const GeoRef geo = geo_of(f.info, opt.compress);
+                check_frame_space(outs[iu], f.info.rows * f.info.cols, opt.save_field);
                 OutputSet frame_outputs;  // phase and amplitude in place together or neither (issue 14)
                 {
                     CollectOutputs collect(frame_outputs);

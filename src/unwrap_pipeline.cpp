@@ -26,6 +26,7 @@
 #include "io/output_set.h"
 #include "io/raster_reader.h"
 #include "src/host_buffer.h"
+#include "src/memory_budget.h"
 #include "src/progress.h"
 #include "src/quicklook.h"
 #include "src/rank_device.h"
@@ -192,36 +193,6 @@ void check_output_space(const UnwrapOptions& opt, int64_t pixels) {
     check_disk_space(needs);
 }
 
-// Bytes available to this process: MemAvailable, or less under a cgroup memory limit.
-int64_t available_memory() {
-    int64_t avail = -1;
-    if (FILE* f = std::fopen("/proc/meminfo", "r")) {
-        char line[256];
-        while (std::fgets(line, sizeof line, f))
-            if (std::sscanf(line, "MemAvailable: %" SCNd64 " kB", &avail) == 1) {
-                avail *= 1024;
-                break;
-            }
-        std::fclose(f);
-    }
-    auto read_num = [](const char* path) -> int64_t {
-        int64_t v = -1;
-        if (FILE* f = std::fopen(path, "r")) {
-            if (std::fscanf(f, "%" SCNd64, &v) != 1) v = -1;  // "max": no limit
-            std::fclose(f);
-        }
-        return v;
-    };
-    const int64_t limit = read_num("/sys/fs/cgroup/memory.max");        // cgroup v2
-    const int64_t used = read_num("/sys/fs/cgroup/memory.current");
-    if (limit > 0 && used >= 0 && (avail < 0 || limit - used < avail)) avail = std::max<int64_t>(limit - used, 0);
-    const int64_t limit1 = read_num("/sys/fs/cgroup/memory/memory.limit_in_bytes");  // cgroup v1
-    const int64_t used1 = read_num("/sys/fs/cgroup/memory/memory.usage_in_bytes");
-    if (limit1 > 0 && limit1 < (int64_t{1} << 60) && used1 >= 0 && (avail < 0 || limit1 - used1 < avail))
-        avail = std::max<int64_t>(limit1 - used1, 0);
-    if (const char* t = std::getenv("TESSERA_TEST_AVAILABLE_MEMORY")) avail = std::atoll(t);  // tests
-    return avail;
-}
 
 
 // Setup errors are agreed on: the lowest failing rank's line is thrown on every rank.
@@ -291,15 +262,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
     agree(comm, [&] {
         const int64_t per_pixel = 4 + 1 + 4 + 1 + (opt.save_cycles ? 4 : 0) + 16;
         const int64_t need = buf.size() * per_pixel;
-        const int64_t avail = available_memory();
-        const int64_t node_ranks = std::max<int64_t>(1, local_ranks);
-        if (avail >= 0 && need > avail / node_ranks)
-            throw InputError(opt.input, "needs about " + bytes_text(need) + " of memory per rank for its " +
-                                            std::to_string(buf.rows) + "x" + std::to_string(buf.cols) +
-                                            " window (rows x cols), " + bytes_text(avail / node_ranks) +
-                                            " available" + (node_ranks > 1 ? " to each of the node's " +
-                                            std::to_string(node_ranks) + " ranks" : std::string()) +
-                                            "; use more ranks or nodes");
+        check_memory(opt.input, need, buf.rows, buf.cols, std::max<int64_t>(1, local_ranks));
         check_output_space(opt, H * W);
     });
     // Every output goes to a unique temporary; rank 0 renames them all together at the end

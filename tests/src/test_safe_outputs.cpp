@@ -29,6 +29,7 @@
 #include "io/output_path.h"
 #include "io/output_set.h"
 #include "io/raster_reader.h"
+#include "support/hologram_scene.h"
 #include "support/cli.h"
 
 namespace tessera {
@@ -401,6 +402,51 @@ TEST_F(SafeOutputs, HugeVrtEndsInOneLineWithTheBytes) {
         EXPECT_NE(r.err.find("available"), std::string::npos) << r.err;
         EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20.0);
         EXPECT_FALSE(fs::exists(dir / "r.h5"));
+    }
+}
+
+// The other commands estimate their memory too, before reading or allocating (the disk is
+// made to look large enough, the memory fixed at 8 GB).
+TEST_F(SafeOutputs, HugeVrtOtherCommandsEndInOneLineWithTheMemory) {
+    const std::string vrt = dir / "huge.vrt";
+    std::ofstream(vrt) << "<VRTDataset rasterXSize=\"70000\" rasterYSize=\"70000\"><VRTRasterBand "
+                          "dataType=\"Float32\" band=\"1\"/></VRTDataset>\n";
+    const std::string env = "TESSERA_TEST_AVAILABLE_DISK=1000000000000000 TESSERA_TEST_AVAILABLE_MEMORY=8000000000 timeout 60 ";
+    for (const std::string& cmd : {"background -q " + vrt + " " + (dir / "bg.h5"), "clahe -q " + vrt + " " + (dir / "c.tif"),
+                                   "hologram -q " + vrt + " " + (dir / "h.tif")}) {
+        const auto t0 = std::chrono::steady_clock::now();
+        expect_refused(cmd, "of memory per rank", {}, env);
+        const auto r = run_tessera(cmd, env);
+        EXPECT_NE(r.err.find(vrt), std::string::npos) << r.err;
+        EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20.0) << cmd;
+    }
+    for (const char* f : {"bg.h5", "c.tif", "h.tif"}) EXPECT_FALSE(fs::exists(dir / f)) << f;
+}
+
+// Batches learn each frame's size as they go: every frame's files are checked for disk space
+// before they are written, on `hologram` and on `unwrap --from-hologram` (frame lanes).
+TEST_F(SafeOutputs, BatchFramesCheckTheirDiskSpace) {
+    std::vector<std::string> frames;
+    for (int k = 0; k < 2; ++k) {
+        testing::HologramSpec spec;
+        spec.H = 64, spec.W = 80, spec.seed = 7 + static_cast<uint64_t>(k);
+        const testing::SynthHologram h = testing::make_hologram(spec);
+        frames.push_back(dir / ("h" + std::to_string(k) + ".tif"));
+        write_geotiff_f32(frames.back(), h.H, h.W, h.intensity.data(), GeoRef{}, std::nullopt);
+    }
+    const std::string ins = frames[0] + " " + frames[1], out = dir / "out";
+    fs::create_directories(out);
+    for (const std::string& cmd : {"hologram -q " + ins + " " + out, "unwrap -q --from-hologram --lanes 2 " + ins + " " + out}) {
+        const auto r = run_tessera(cmd, "TESSERA_TEST_AVAILABLE_DISK=1000 timeout 60 ");
+        EXPECT_NE(r.exit_code, 0) << cmd;
+        EXPECT_LT(r.exit_code, 124) << cmd;
+        EXPECT_NE(r.err.find("disk space"), std::string::npos) << cmd << ":\n" << r.err;
+        EXPECT_TRUE(fs::is_empty(out)) << cmd << ": a frame was written";
+        // With room, the same batch writes both frames.
+        ASSERT_EQ(run_tessera(cmd).exit_code, 0) << cmd;
+        EXPECT_EQ(std::distance(fs::directory_iterator(out), fs::directory_iterator{}), 2) << cmd;
+        fs::remove_all(out);
+        fs::create_directories(out);
     }
 }
 

@@ -1,0 +1,18 @@
+// Memory checked before allocating (docs/ARCHITECTURE.md section 7, issue 14): each command
+// estimates what a rank holds for its window and stops with one line when the node cannot.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace tessera {
+
+// Bytes available to this process: MemAvailable, or less under a cgroup memory limit
+// (TESSERA_TEST_AVAILABLE_MEMORY overrides it for tests); -1 when unknown.
+int64_t available_memory();
+
+// Throws InputError(path, "needs about N of memory per rank for its ROWSxCOLS window (rows x
+// cols), M available ...") when `bytes` exceed this rank's share of the node's available
+// memory (node_ranks ranks share it). Nothing when the available memory is unknown.
+void check_memory(const std::string& path, int64_t bytes, int64_t rows, int64_t cols, int64_t node_ranks);
+
+}  // namespace tessera
