@@ -187,17 +187,9 @@ namespace {
 
 // The CPU backend's band: the arrays stay where they were read. cuda::SurfaceBand is the
 // CUDA backend's (the same calls: the fit's local results, the subtraction).
-struct CpuSurfaceBand {
-    float* z;
-    const uint8_t* valid;
-    const uint8_t* mask;
-    Window own;
-    int64_t stride, H, W;
-    double max_abs() const { return surface_max_abs(z, valid, mask, own, stride); }
-    SurfaceMoments moments(int degree, int zexp) const {
-        return surface_moments(z, valid, mask, own, stride, H, W, degree, zexp);
-    }
-    ResidualSums subtract(const SurfaceFit& f) const { return subtract_surface(z, valid, mask, own, stride, H, W, f); }
+struct CpuSurfaceBand : SurfaceWindow {  // the fit's local results: SurfaceWindow's
+    float* out;                           // z, which the subtraction rewrites
+    ResidualSums subtract(const SurfaceFit& f) const { return subtract_surface(out, valid, mask, own, stride, H, W, f); }
 };
 
 }  // namespace
@@ -294,7 +286,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
         throw std::logic_error("background: CUDA backend selected in a build without it");
 #endif
     } else {
-        CpuSurfaceBand band{z.data(), valid.data(), mk, own, W, H, W};
+        CpuSurfaceBand band{{z.data(), valid.data(), mk, own, W, H, W}, z.data()};
         stages(band);
     }
     const double sq = comm.sum(rs.sum_sq);
