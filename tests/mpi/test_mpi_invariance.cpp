@@ -222,7 +222,9 @@ TEST(Mpi, RankWithOnlyNodataAndComponentsAcrossRanks) {
         for (int64_t i = 0; i < n * n; ++i)
             if (lab[static_cast<size_t>(i)] == 1) seen[static_cast<size_t>(g.rank_of(i / n, i % n))] = 1;
         for (int r = (size() == 4 ? 1 : 0); r < size(); ++r) EXPECT_TRUE(seen[r]) << "label 1 misses rank " << r;
-        if (size() == 4) EXPECT_FALSE(seen[0]);
+        if (size() == 4) {
+            EXPECT_FALSE(seen[0]);
+        }
     }
 }
 

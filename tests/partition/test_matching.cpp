@@ -2,6 +2,7 @@
 // of docs/ARCHITECTURE.md section 3: every candidate edge listed; in each round every open
 // cluster's smallest leaving edge, found by looking at all of them, accepted at once.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -152,6 +153,27 @@ INSTANTIATE_TEST_SUITE_P(RandomFields, ClusterOracle,
                                            Case{200, 260, 500, 7, true, 25}, Case{90, 90, 350, 8, true, 60},
                                            // enough open clusters that rounds run on threads
                                            Case{180, 200, 3000, 9, true, 10}, Case{120, 150, 2600, 10, false, 5}));
+
+// The rounds' searches and large joins run on threads: 1, 2 and 5 threads give the same cuts
+// on a set with enough residues for several threaded rounds (section 3.3).
+TEST(CutClusters, SameCutsForAnyThreadCount) {
+    const auto res = with_lakes(random_residues(600, 700, 30000, 21, true), 121, 8);
+    std::vector<Cut> ref;
+    ClusterStats ref_st;
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    cut_clusters(res, 600, 700, 16, ref, ref_st);
+    ASSERT_GT(ref.size(), 10000u);
+    for (int t : {2, 5}) {
+        omp_set_num_threads(t);
+        std::vector<Cut> got;
+        ClusterStats st;
+        cut_clusters(res, 600, 700, 16, got, st);
+        EXPECT_EQ(got, ref) << t << " threads";
+        EXPECT_EQ(st.lake_joins, ref_st.lake_joins) << t << " threads";
+    }
+    omp_set_num_threads(saved);
+}
 
 // One rank: match_residues is the rule over all residues, whatever the lakes say.
 TEST(Matching, OneRankIsTheSerialRule) {
