@@ -7,11 +7,11 @@
 // searches within a round read only the round's partition, so they run on threads.
 #include "kernels/cut_clusters.h"
 
+#include "kernels/lap.h"
 #include "kernels/plaquette_bitmap.h"
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -23,22 +23,6 @@ namespace tessera {
 
 namespace {
 
-// TESSERA_TRACE=1: where the rule's time goes, in milliseconds on stderr (profiling).
-class Stopwatch {
-public:
-    Stopwatch() : on_(std::getenv("TESSERA_TRACE") != nullptr) {}
-    double lap() {
-        const auto now = std::chrono::steady_clock::now();
-        const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
-        last_ = now;
-        return ms;
-    }
-    bool on() const { return on_; }
-
-private:
-    bool on_;
-    std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
 
 // A node's place in the ring walk of its pair candidates: ring w (L1 distance), position k
 // on it, residue s at that plaquette. At one w a residue's pair keys order by the other
@@ -105,14 +89,14 @@ public:
     }
 
     void run(std::vector<Cut>& out, ClusterStats& st) {
-        Stopwatch clock;
+        Lap clock;  // TESSERA_TRACE: where the rule's time goes
         double t_pick = 0, t_accept = 0, t_join = 0;
 #pragma omp parallel for schedule(dynamic, 1024) if (static_cast<size_t>(ground_) >= kThreadsFrom)
         for (int32_t v = 0; v < ground_; ++v) {
             refresh(v, EdgeKey{});
             heap_[static_cast<size_t>(v)] = v;
         }
-        const double t_first = clock.lap();
+        const double t_first = clock.next_ms();
         const size_t N = static_cast<size_t>(ground_) + 1;
         Array<int32_t> open(static_cast<size_t>(n_)), next, slot(N);  // lakes start balanced: closed
         Array<uint32_t> stamp(N);
@@ -137,7 +121,7 @@ public:
 #pragma omp for schedule(dynamic, 64)
                 for (size_t i = 0; i < n_open; ++i) pick[i] = best_leaving(open[i], scratch);
 #pragma omp single
-                t_pick += clock.lap();
+                t_pick += clock.next_ms();
 #pragma omp for schedule(static)
                 for (size_t i = 0; i < n_open; ++i) slot[static_cast<size_t>(open[i])] = static_cast<int32_t>(i);
                 // Two open clusters can take the same edge: it is accepted once.
@@ -167,7 +151,7 @@ public:
                     else lower[k] = std::min(m, t), upper[k] = std::max(m, t);
                 }
             }
-            t_accept += clock.lap();
+            t_accept += clock.next_ms();
             if (n_open >= kThreadsFrom) {
                 join_on_threads(open, pick, slot, next);
             } else {
@@ -180,14 +164,14 @@ public:
             }
             for (const int32_t x : open) slot[static_cast<size_t>(x)] = -1;
             std::swap(open, next);
-            t_join += clock.lap();
+            t_join += clock.next_ms();
         }
         emit_cuts(lower, upper, out);
-        if (clock.on() && n_ >= 100000)
+        if (trace_on() && n_ >= 100000)
             std::fprintf(stderr,
                          "tessera: cut_clusters %d residues, %u rounds: first search %.1f, searches %.1f, accept %.1f, "
                          "join %.1f, sort %.1f ms\n",
-                         n_, rounds, t_first, t_pick, t_accept, t_join, clock.lap());
+                         n_, rounds, t_first, t_pick, t_accept, t_join, clock.next_ms());
     }
 
 private:
@@ -483,9 +467,9 @@ private:
 void cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, std::vector<Cut>& out,
                   ClusterStats& stats) {
     if (res.empty()) return;
-    Stopwatch clock;
+    Lap clock;
     Clusters clusters(res, H, W, radius);
-    if (clock.on() && res.size() >= 100000) std::fprintf(stderr, "tessera: cut_clusters setup %.1f ms\n", clock.lap());
+    if (trace_on() && res.size() >= 100000) std::fprintf(stderr, "tessera: cut_clusters setup %.1f ms\n", clock.next_ms());
     clusters.run(out, stats);
 }
 

@@ -1,7 +1,8 @@
 #include "partition/matching.h"
 
+#include "kernels/lap.h"
+
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -12,19 +13,16 @@ namespace {
 // TESSERA_TRACE=1: the matching's steps in milliseconds on stderr (profiling).
 class StepTrace {
 public:
-    StepTrace() : on_(std::getenv("TESSERA_TRACE") != nullptr) {}
     void operator()(const char* step) {
-        if (!on_) return;
-        const auto now = std::chrono::steady_clock::now();
-        std::fprintf(stderr, "tessera: matching/%-10s %8.3f ms\n", step,
-                     std::chrono::duration<double, std::milli>(now - last_).count());
-        last_ = now;
+        const double ms = lap_.next_ms();
+        if (on_) std::fprintf(stderr, "tessera: matching/%-10s %8.3f ms\n", step, ms);
     }
 
 private:
-    bool on_;
-    std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+    bool on_ = trace_on();
+    Lap lap_;
 };
+
 
 // Connected sets of residues, coarsely: cells of side radius + 1 (two residues a candidate edge
 // joins lie in the same or 8-adjacent cells) joined when adjacent or when residues in them

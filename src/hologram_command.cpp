@@ -31,8 +31,8 @@ constexpr size_t kMaxPlans = 4;
 
 }  // namespace
 
-// Disk space for one frame's files, checked as each is written (a batch's sizes are known
-// frame by frame): float32 phase, and the amplitude when saved (issue 14).
+// Disk space for one frame's files (float32 phase, and the amplitude when saved): up front for
+// a single frame, as each is written in a batch, whose sizes are known frame by frame (issue 14).
 void check_frame_space(const std::pair<std::string, std::string>& out, int64_t pixels, bool amplitude) {
     std::vector<OutputNeed> needs{{out.first, pixels * 4 + (1 << 20)}};
     if (amplitude) needs.push_back({out.second, pixels * 4 + (1 << 20)});
@@ -195,9 +195,7 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm mpi_comm)
             }
             if (rank == 0 && !dir_mode) {  // one frame: its size is known (batches: per frame as written)
                 const RasterInfo ri = RasterReader(inputs[0], opt.band).info();
-                std::vector<OutputNeed> needs{{outs[0].first, ri.rows * ri.cols * 4 + (1 << 20)}};
-                if (opt.save_field) needs.push_back({outs[0].second, ri.rows * ri.cols * 4 + (1 << 20)});
-                check_disk_space(needs);
+                check_frame_space(outs[0], ri.rows * ri.cols, opt.save_field);
                 // A frame in flight: intensity 4, two complex spectra 16, phase and amplitude 8
                 // bytes a pixel, in each of the rank's lanes.
                 check_memory(inputs[0], ri.rows * ri.cols * 28 * std::max(1, opt.lanes), ri.rows, ri.cols, local_size);

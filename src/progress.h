@@ -1,7 +1,8 @@
 // Stage progress on stderr for long runs (quiet with -q).
 #pragma once
-#include <chrono>
 #include <cstdio>
+
+#include "kernels/lap.h"
 
 namespace tessera {
 
@@ -16,18 +17,5 @@ private:
     bool quiet_;
 };
 
-// Seconds between successive calls, for per-stage timings.
-class Lap {
-public:
-    double next() {
-        const auto now = std::chrono::steady_clock::now();
-        const double s = std::chrono::duration<double>(now - last_).count();
-        last_ = now;
-        return s;
-    }
-
-private:
-    std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
 
 }  // namespace tessera

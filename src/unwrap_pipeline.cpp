@@ -143,7 +143,6 @@ struct CycleJumps {
     int64_t wraps = 0, steps = 0;
 };
 CycleJumps cycle_jumps(const RegionArrays& a, const Window& own, const uint8_t* flags) {
-    CycleJumps j;
     int64_t wraps = 0, steps = 0;
 #pragma omp parallel for reduction(+ : wraps, steps) schedule(static)
     for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
@@ -153,8 +152,7 @@ CycleJumps cycle_jumps(const RegionArrays& a, const Window& own, const uint8_t* 
             const float d = std::fabs(a.phase[p + 1] - a.phase[p]);
             wraps += d > 0.75f, steps += d > 0.25f;
         }
-    j.wraps = wraps, j.steps = steps;
-    return j;
+    return {wraps, steps};
 }
 
 // A wrapped phase lies in [-pi, pi] or [0, 2 pi] (a little more for rounding): values that
