@@ -1,4 +1,4 @@
-// Frames per second of the frame lanes (src/frame_lanes.h): off-axis holograms held in host
+// Frames per second of the frame lanes (pipeline/frame_lanes.h): off-axis holograms held in host
 // memory (page-locked for the CUDA backend) -> wrapped phase -> unwrapped -> degree-2
 // background removed -> unwrapped phase and labels back in host memory, transfers included
 // (README "Frame batches"; issue 6 item 6).
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "src/frame_lanes.h"
+#include "pipeline/frame_lanes.h"
 #include "tests/support/hologram_scene.h"
 
 using namespace tessera;

@@ -21,13 +21,13 @@
 #include <vector>
 
 #include "kernels/types.h"
-#include "src/synth.h"
-#include "src/unwrap_region.h"
+#include "app/synth.h"
+#include "pipeline/unwrap_region.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "kernels/cuda/region.h"
 #include "partition/comm.h"
 #include "partition/rank_grid.h"
-#include "src/unwrap_stages.h"
+#include "pipeline/unwrap_stages.h"
 #endif
 
 using namespace tessera;

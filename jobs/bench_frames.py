@@ -105,7 +105,7 @@ def main():
     help_text = subprocess.run([exe, "--help"], capture_output=True, text=True).stdout
     for sub in ("hologram",):
         if not re.search(rf"^\s+{sub}\b", help_text, re.M):
-            sys.exit(f"{exe} has no `{sub}` subcommand (wire src/hologram_command.h into main.cpp)")
+            sys.exit(f"{exe} has no `{sub}` subcommand (wire app/hologram_command.h into main.cpp)")
     has_bg = re.search(r"^\s+background\b", help_text, re.M) is not None
     load_before = os.getloadavg()[0]
     work = a.workdir or tempfile.mkdtemp(prefix="tessera_frames_")

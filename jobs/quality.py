@@ -274,7 +274,7 @@ def gp_scenes(tools, rows_out, work):
         d = os.path.join(work, f"gp_{name}")
         os.makedirs(d)
         raw = np.fromfile(base + ".phase", dtype=np.uint8).reshape(rows, cols)
-        phase = (raw.astype(np.float64) * (2.0 * np.pi / 256.0)).astype(np.float32)  # as tests/src/test_gp_data
+        phase = (raw.astype(np.float64) * (2.0 * np.pi / 256.0)).astype(np.float32)  # as tests/app/test_gp_data
         ph = write_envi(os.path.join(d, "phase.f32"), phase)
         size = f"{rows}x{cols}"
         if not has_truth:

@@ -20,7 +20,7 @@ public:
         MPI_Comm_size(c, &size_);
     }
     // One process alone, without calling MPI at all: threads that each unwrap their own
-    // frame (src/frame_lanes.h) need no MPI thread support. Every collective of a size-1
+    // frame (pipeline/frame_lanes.h) need no MPI thread support. Every collective of a size-1
     // communicator returns the rank's own data.
     static Comm alone() { return Comm(); }
     MPI_Comm get() const { return comm_; }

@@ -1,6 +1,6 @@
 // The CUDA backend's view of a rank's region: the same interface as tessera::cpu::Region
 // (kernels/cpu/region.h), with the pixel arrays resident on the current CUDA device from the
-// constructor to finish(). Plain C++: no CUDA types here, so src/unwrap_region.cpp (g++)
+// constructor to finish(). Plain C++: no CUDA types here, so pipeline/unwrap_region.cpp (g++)
 // includes it; the device state lives behind a pointer to an implementation.
 //
 // Device memory (ARCHITECTURE.md section 8, at most 24 B per pixel): phase 4 B and flags

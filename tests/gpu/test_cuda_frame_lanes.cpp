@@ -1,4 +1,4 @@
-// Frame lanes on the CUDA backend (src/frame_lanes.h): a batch over several lanes (streams)
+// Frame lanes on the CUDA backend (pipeline/frame_lanes.h): a batch over several lanes (streams)
 // gives every frame the bits of that frame run alone on one lane; against the CPU lanes the
 // result differs only by the FFT libraries' last bits (cuFFT vs FFTW, kernels/cuda/hologram.h).
 // Every test skips without a GPU.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/cuda/region.h"
-#include "src/frame_lanes.h"
+#include "pipeline/frame_lanes.h"
 #include "support/frame_runs.h"
 #include "support/hologram_scene.h"
 #include "support/gpu_skip.h"

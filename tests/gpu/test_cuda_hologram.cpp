@@ -31,7 +31,7 @@
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/region.h"
 #include "kernels/hologram.h"
-#include "src/hologram_command.h"
+#include "app/hologram_command.h"
 #include "support/cli.h"
 #include "support/hologram_scene.h"
 #include "support/gpu_skip.h"

@@ -29,9 +29,9 @@
 #include "partition/matching.h"
 #include "partition/offset_solve.h"
 #include "partition/rank_grid.h"
-#include "src/synth.h"
-#include "src/unwrap_region.h"
-#include "src/unwrap_stages.h"
+#include "app/synth.h"
+#include "pipeline/unwrap_region.h"
+#include "pipeline/unwrap_stages.h"
 #include "support/open_edges.h"
 #include "support/gpu_skip.h"
 

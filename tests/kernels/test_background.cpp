@@ -1,4 +1,4 @@
-// Background surface fit and removal (kernels/background.h, src/background_command.h).
+// Background surface fit and removal (kernels/background.h, app/background_command.h).
 //
 // Tolerances (measured on this machine, then stated with a margin):
 //  - exact degree-n polynomial (n = 0..6, coefficients in [-3, 3]), no noise, 257 x 311
@@ -29,7 +29,7 @@
 #include "kernels/background.h"
 #include "partition/comm.h"
 #include "partition/surface_fit.h"
-#include "src/background_command.h"
+#include "app/background_command.h"
 #include "support/cli.h"
 
 namespace tessera {

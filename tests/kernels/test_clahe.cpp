@@ -24,7 +24,7 @@
 #include "kernels/clahe.h"
 #include "partition/clahe.h"
 #include "partition/comm.h"
-#include "src/clahe_command.h"
+#include "app/clahe_command.h"
 #include "support/cli.h"
 
 namespace tessera {

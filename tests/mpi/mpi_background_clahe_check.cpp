@@ -46,8 +46,8 @@
 #include "partition/clahe.h"
 #include "partition/comm.h"
 #include "partition/surface_fit.h"
-#include "src/background_command.h"
-#include "src/clahe_command.h"
+#include "app/background_command.h"
+#include "app/clahe_command.h"
 
 using namespace tessera;
 

@@ -13,8 +13,8 @@
 
 #include "io/geotiff_writer.h"
 #include "partition/rank_grid.h"
-#include "src/synth.h"
-#include "src/unwrap_pipeline.h"
+#include "app/synth.h"
+#include "pipeline/unwrap_pipeline.h"
 #include "support/cli.h"
 
 namespace tessera {

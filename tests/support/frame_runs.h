@@ -1,4 +1,4 @@
-// Test support: runs synthetic holograms through run_frames (src/frame_lanes.h) and keeps
+// Test support: runs synthetic holograms through run_frames (pipeline/frame_lanes.h) and keeps
 // every frame's result, for the CPU and CUDA frame-lane tests.
 #pragma once
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "src/frame_lanes.h"
+#include "pipeline/frame_lanes.h"
 #include "support/hologram_scene.h"
 
 namespace tessera::testing {

@@ -1,0 +1,402 @@
+// `tessera background` (app/background_command.h).
+#include "app/background_command.h"
+
+#include "app/memory_budget.h"
+#include "app/progress.h"
+#include "pipeline/rank_device.h"
+
+#include <hdf5.h>
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "io/hdf5_writer.h"
+#include "io/input_error.h"
+#include "io/output_path.h"
+#include "partition/comm.h"
+#include "partition/surface_fit.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "kernels/cuda/background.h"
+#endif
+
+namespace tessera {
+
+// --- shared support ---------------------------------------------------------------
+
+bool has_suffix(const std::string& path, std::initializer_list<const char*> suffixes) {
+    std::string p = path;
+    std::transform(p.begin(), p.end(), p.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (const char* s : suffixes) {
+        const std::string suf(s);
+        if (p.size() >= suf.size() && p.compare(p.size() - suf.size(), suf.size(), suf) == 0) return true;
+    }
+    return false;
+}
+
+namespace {
+
+bool is_hdf5_file(const std::string& in) { return has_suffix(in, {".h5", ".hdf5", ".he5"}); }
+
+// The last path component of an HDF5 dataset name ("/a/b" -> "b").
+std::string dataset_leaf(const std::string& name) {
+    const auto slash = name.find_last_of('/');
+    return slash == std::string::npos ? name : name.substr(slash + 1);
+}
+
+// Reads root attributes of a tessera result; false when the file or attribute is absent.
+class H5Silence {
+public:
+    H5Silence() {
+        H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    }
+    ~H5Silence() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+    H5Silence(const H5Silence&) = delete;
+    H5Silence& operator=(const H5Silence&) = delete;
+
+private:
+    H5E_auto2_t func_ = nullptr;
+    void* data_ = nullptr;
+};
+
+bool read_h5_georef(const std::string& path, GeoRef& geo) {
+    H5Silence quiet;
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return false;
+    bool found = false;
+    if (H5Aexists(f, "geotransform") > 0) {
+        const hid_t a = H5Aopen(f, "geotransform", H5P_DEFAULT);
+        const hid_t s = a >= 0 ? H5Aget_space(a) : -1;
+        double gt[6];
+        if (s >= 0 && H5Sget_simple_extent_npoints(s) == 6 && H5Aread(a, H5T_NATIVE_DOUBLE, gt) >= 0) {
+            std::copy(gt, gt + 6, geo.geotransform.begin());
+            geo.has_geotransform = true;
+            found = true;
+        }
+        if (s >= 0) H5Sclose(s);
+        if (a >= 0) H5Aclose(a);
+    }
+    if (H5Aexists(f, "has_geotransform") > 0) {
+        const hid_t a = H5Aopen(f, "has_geotransform", H5P_DEFAULT);
+        int64_t v = 1;
+        if (a >= 0 && H5Aread(a, H5T_NATIVE_INT64, &v) >= 0 && v == 0) geo.has_geotransform = false;
+        if (a >= 0) H5Aclose(a);
+    }
+    if (H5Aexists(f, "projection") > 0) {
+        const hid_t a = H5Aopen(f, "projection", H5P_DEFAULT);
+        const hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+        if (t >= 0 && H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
+            std::string buf(H5Tget_size(t) + 1, '\0');
+            if (H5Aread(a, t, buf.data()) >= 0) geo.projection_wkt = buf.c_str();
+        }
+        if (t >= 0) H5Tclose(t);
+        if (a >= 0) H5Aclose(a);
+    }
+    H5Fclose(f);
+    return found;
+}
+
+}  // namespace
+
+std::string resolve_raster_input(const std::string& in, const std::string& dataset) {
+    if (in.rfind("HDF5:", 0) == 0) {
+        if (!dataset.empty()) throw InputError(in, "--dataset is given but IN already names a dataset");
+        return in;
+    }
+    if (is_hdf5_file(in)) {
+        std::string d = dataset.empty() ? std::string("unwrapped_phase") : dataset;
+        while (!d.empty() && d.front() == '/') d.erase(d.begin());
+        if (!std::filesystem::exists(in)) throw InputError(in, "no such file");
+        return "HDF5:\"" + in + "\"://" + d;
+    }
+    if (!dataset.empty()) throw InputError(in, "--dataset applies to HDF5 inputs (.h5) only");
+    return in;
+}
+
+GeoRef input_georef(const std::string& in, const RasterInfo& info) {
+    GeoRef geo;
+    geo.has_geotransform = info.has_geotransform;
+    geo.geotransform = info.geotransform;
+    geo.projection_wkt = info.projection_wkt;
+    if (is_hdf5_file(in)) {
+        GeoRef h5;
+        if (read_h5_georef(in, h5)) return h5;
+    }
+    return geo;
+}
+
+Backend parse_backend(const std::string& name) {
+    if (name == "cpu") return Backend::kCpu;
+    if (name == "cuda") return Backend::kCuda;
+    if (name == "auto") return cuda_backend_available() ? Backend::kCuda : Backend::kCpu;
+    throw InputError::everywhere("--backend " + name + ": expected auto, cpu or cuda");
+}
+
+const char* backend_name(Backend b) { return b == Backend::kCuda ? "cuda" : "cpu"; }
+
+void select_backend_device(Backend b, Comm& comm) {
+    if (b == Backend::kCuda) select_rank_device(comm, -1, /*share=*/true);
+}
+
+void run_guarded(const std::function<void()>& body) {
+    std::string msg;
+    int code = 0;
+    bool everywhere = false;
+    try {
+        body();
+        return;
+    } catch (const InputError& e) {
+        msg = e.what();
+        code = 2;
+        everywhere = e.is_everywhere();
+    } catch (const std::exception& e) {
+        msg = e.what();
+        code = 3;
+    }
+    int size = 1, rank = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (everywhere) {
+        if (rank == 0) std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
+    } else if (size > 1) {
+        std::fprintf(stderr, "tessera: error (rank %d): %s\n", rank, msg.c_str());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, code);  // one failing rank ends the job (section 7)
+    } else {
+        std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
+    }
+    std::fflush(nullptr);
+    MPI_Finalize();
+    std::exit(code);
+}
+
+// --- the command ------------------------------------------------------------------
+
+namespace {
+
+// The CPU backend's band: the arrays stay where they were read. cuda::SurfaceBand is the
+// CUDA backend's (the same calls: the fit's local results, the subtraction).
+struct CpuSurfaceBand : SurfaceWindow {  // the fit's local results: SurfaceWindow's
+    float* out;                           // z, which the subtraction rewrites
+    ResidualSums subtract(const SurfaceFit& f) const { return subtract_surface(out, valid, mask, own, stride, H, W, f); }
+};
+
+}  // namespace
+
+BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm) {
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    Comm comm(mpi_comm);
+    const int rank = comm.rank(), size = comm.size();
+    const int64_t node_ranks = size > 1 ? comm.node_local_rank().second : 1;  // collective: before the checks
+    BackgroundReport rep;
+    Lap laps;
+    auto lap = [&] { return comm.max(laps.next()); };  // the slowest rank's (collective)
+
+    std::unique_ptr<RasterReader> in;
+    GeoRef geo;
+    bool out_h5 = false;
+    agree_on_errors(comm, [&] {
+        if (opt.degree < 0 || opt.degree > kMaxSurfaceDegree)
+            throw InputError(opt.input, "--degree " + std::to_string(opt.degree) + " out of range 0.." +
+                                            std::to_string(kMaxSurfaceDegree));
+        const std::string name = resolve_raster_input(opt.input, opt.dataset);
+        in = std::make_unique<RasterReader>(name, opt.band);
+        const RasterInfo& info = in->info();
+        if (!opt.mask.empty()) {
+            const RasterInfo mi = RasterReader(opt.mask, 1).info();
+            if (mi.rows != info.rows || mi.cols != info.cols)
+                throw InputError(opt.mask, "size " + std::to_string(mi.cols) + "x" + std::to_string(mi.rows) +
+                                               " (cols x rows) differs from the input's " +
+                                               std::to_string(info.cols) + "x" + std::to_string(info.rows));
+        }
+        if (has_suffix(opt.output, {".h5", ".hdf5"}))
+            out_h5 = true;
+        else if (!has_suffix(opt.output, {".tif", ".tiff"}))
+            throw InputError(opt.output, "output must end in .h5 (HDF5) or .tif (GeoTIFF)");
+        // Never an input, only a regular file, an existing one only with --overwrite (issue 14).
+        check_outputs({opt.output}, {opt.input, opt.mask}, opt.overwrite);
+        check_disk_space({{opt.output, info.rows * info.cols * 4 + (1 << 20)}});  // float32, before deflate
+        // The rank's row band: phase 4, valid 1, mask 1, fitted result 4, and slack 2 (bytes a pixel).
+        const int64_t band = (info.rows + size - 1) / size;
+        check_memory(opt.input, band * info.cols * 12, band, info.cols, node_ranks);
+        geo = input_georef(opt.input, info);
+    });
+    select_backend_device(opt.backend, comm);
+    rep.backend = backend_name(opt.backend);
+    const RasterInfo& info = in->info();
+    const int64_t H = info.rows, W = info.cols;
+    rep.rows = H;
+    rep.cols = W;
+    rep.output_dataset = opt.dataset.empty() ? std::string("unwrapped_phase") : dataset_leaf(opt.dataset);
+
+    // HDF5 output (or the intermediate of a multi-rank GeoTIFF), created before any work
+    // so that a bad output fails first; removed unless committed.
+    const std::string h5_path = out_h5 ? opt.output : (size > 1 ? opt.output + ".part.h5" : std::string());
+    std::unique_ptr<Hdf5Writer> out;
+    if (!h5_path.empty())
+        agree_on_errors(comm, [&] { out = std::make_unique<Hdf5Writer>(h5_path, mpi_comm, H, W); });
+
+    // This rank's row band (any split gives the same bits: kernels/background.h).
+    const int64_t r0 = H * rank / size, r1 = H * (rank + 1) / size;
+    const Window own{r0, 0, r1 - r0, W};
+    std::vector<float> z(static_cast<size_t>(own.size()));
+    std::vector<uint8_t> valid(static_cast<size_t>(own.size())), mask;
+    agree_on_errors(comm, [&] {
+        in->read_phase(own, z.data(), valid.data(), W);
+        if (!opt.mask.empty()) {
+            mask.resize(static_cast<size_t>(own.size()));
+            RasterReader(opt.mask, 1).read_mask(own, mask.data(), W);
+        }
+    });
+    rep.read_seconds = lap();
+    int64_t nvalid = 0;
+    for (uint8_t v : valid) nvalid += v != 0;
+    rep.valid = comm.sum(nvalid);
+    const uint8_t* mk = opt.mask.empty() ? nullptr : mask.data();
+    ResidualSums rs;
+    auto stages = [&](auto& band) {
+        agree_on_errors(comm, [&] {
+            try {
+                rep.fit = fit_surface(band, opt.degree, comm);
+            } catch (const SurfaceFitError& e) {
+                throw InputError(opt.input, e.what());  // the same on every rank
+            }
+        });
+        rep.fit_seconds = lap();
+        rs = band.subtract(rep.fit);
+    };
+    // The backend, chosen once (ARCHITECTURE.md section 5); either gives the same bits.
+    if (opt.backend == Backend::kCuda) {
+#ifdef TESSERA_HAVE_CUDA
+        cuda::SurfaceBand band(z.data(), valid.data(), mk, own, W, H, W);  // the fit's time includes the upload
+        stages(band);
+#else
+        throw std::logic_error("background: CUDA backend selected in a build without it");
+#endif
+    } else {
+        CpuSurfaceBand band{{z.data(), valid.data(), mk, own, W, H, W}, z.data()};
+        stages(band);
+    }
+    const double sq = comm.sum(rs.sum_sq);
+    rep.subtract_seconds = lap();
+    rep.residual_rms = rep.fit.count > 0 ? std::sqrt(sq / static_cast<double>(rep.fit.count)) : 0.0;
+
+    const double nan = std::nan("");
+    if (out) {
+        std::vector<Attribute> attrs = {
+            {"software", std::string("tessera ") + TESSERA_VERSION},
+            {"command", std::string("background")},
+            {"input", opt.input},
+            {"mask", opt.mask},
+            {"band", int64_t{opt.band}},
+            {"rows", H},
+            {"cols", W},
+            {"degree", int64_t{opt.degree}},
+            {"surface_coefficients", rep.fit.coeffs},
+            {"surface", describe_surface(rep.fit)},
+            {"surface_coordinates", std::string("x = 2 col / (W - 1) - 1, y = 2 row / (H - 1) - 1; terms 1, x, y, "
+                                                "x^2, x y, y^2, ... (total degree, then power of y)")},
+            {"fitted_pixels", rep.fit.count},
+            {"valid_pixels", rep.valid},
+            {"residual_rms", rep.residual_rms},
+            {"ranks", int64_t{size}},
+            {"backend", rep.backend},
+            {"geotransform", std::vector<double>(geo.geotransform.begin(), geo.geotransform.end())},
+            {"has_geotransform", int64_t{geo.has_geotransform}},
+            {"projection", geo.projection_wkt},
+            {"nodata", nan},
+        };
+        out->set_deflate(0);
+        out->write_f32(rep.output_dataset, own, z.data(), W,
+                       {{"description", std::string("input minus the fitted degree-") + std::to_string(opt.degree) +
+                                            " surface; NaN where invalid"},
+                        {"_FillValue", nan}});
+        out->write_attributes(attrs);
+        out->commit();
+    }
+    if (!out_h5) {
+        if (size == 1) {
+            agree_on_errors(comm, [&] { write_geotiff_f32(opt.output, H, W, z.data(), geo, nan); });
+        } else {
+            // GDAL cannot write one file from many processes: rank 0 copies the committed HDF5.
+            std::string err;
+            if (rank == 0) {
+                try {
+                    geotiff_from_hdf5(h5_path, rep.output_dataset, opt.output, geo, nan);
+                } catch (const std::exception& e) {
+                    err = e.what();
+                }
+                std::remove(h5_path.c_str());
+            }
+            if (comm.max(int64_t{!err.empty()}))
+                throw InputError::everywhere(rank == 0 ? err : opt.output + ": GeoTIFF output failed");
+        }
+    }
+    rep.write_seconds = lap();
+    rep.seconds = comm.max(std::chrono::duration<double>(clock::now() - t0).count());
+    return rep;
+}
+
+void add_background_command(CLI::App& app) {
+    auto opt = std::make_shared<BackgroundOptions>();
+    auto* sub = app.add_subcommand("background", "fit a 2-D polynomial surface by least squares and subtract it");
+    sub->add_option("IN", opt->input,
+                    "any GDAL raster (an unwrapped phase); X.h5 means HDF5:\"X.h5\"://unwrapped_phase")
+        ->required();
+    sub->add_option("OUT", opt->output, "result: .h5 (parallel HDF5) or .tif (GeoTIFF float32, NaN nodata)")
+        ->required();
+    sub->add_option("--degree", opt->degree, "polynomial degree 0..6")
+        ->capture_default_str()
+        ->check(CLI::Range(0, kMaxSurfaceDegree));
+    sub->add_option("--mask", opt->mask, "raster of background pixels to fit (nonzero); default all valid pixels");
+    auto* band =
+        sub->add_option("--band", opt->band, "band of IN (1-based)")->capture_default_str()->check(CLI::Range(1, 65535));
+    auto* ds = sub->add_option("--dataset", opt->dataset, "dataset of an HDF5 IN (default unwrapped_phase)");
+    band->excludes(ds);
+    auto backend = std::make_shared<std::string>("auto");
+    sub->add_option("--backend", *backend, "auto (CUDA when a GPU is visible) | cpu | cuda")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    sub->add_flag("-q,--quiet", opt->quiet, "no summary");
+    sub->add_flag("--overwrite", opt->overwrite, "replace output files that exist (regular files only; without it an existing output is an error)");
+    sub->callback([opt, backend] {
+        run_guarded([&] {
+            opt->backend = parse_backend(*backend);
+            const BackgroundReport rep = run_background(*opt, MPI_COMM_WORLD);
+            int rank = 0;
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            if (opt->quiet || rank != 0) return;
+            std::printf("tessera background: %s -> %s (%s backend)\n", opt->input.c_str(), opt->output.c_str(),
+                        rep.backend.c_str());
+            std::printf("  size %lld x %lld (rows x cols); degree %d (%d terms) fitted to %lld of %lld valid pixels%s\n",
+                        static_cast<long long>(rep.rows), static_cast<long long>(rep.cols), rep.fit.degree,
+                        surface_terms(rep.fit.degree), static_cast<long long>(rep.fit.count),
+                        static_cast<long long>(rep.valid), opt->mask.empty() ? "" : " (masked)");
+            std::printf("  surface = %s\n", describe_surface(rep.fit).c_str());
+            std::printf("    with x = 2 col / (%lld - 1) - 1, y = 2 row / (%lld - 1) - 1\n",
+                        static_cast<long long>(rep.cols), static_cast<long long>(rep.rows));
+            std::printf("  coefficients:");
+            for (size_t t = 0; t < rep.fit.coeffs.size(); ++t) {
+                const auto [i, j] = surface_term(static_cast<int>(t));
+                std::printf(" c%d%d=%.17g", i, j, rep.fit.coeffs[t]);
+            }
+            std::printf("\n  residual RMS %.6g over the fitted pixels\n", rep.residual_rms);
+            std::printf("  %.3f s (read %.3f, fit %.3f, subtract %.3f, write %.3f)\n", rep.seconds, rep.read_seconds,
+                        rep.fit_seconds, rep.subtract_seconds, rep.write_seconds);
+        });
+    });
+}
+
+}  // namespace tessera

@@ -1,0 +1,381 @@
+// `tessera clahe` (app/clahe_command.h).
+#include "app/memory_budget.h"
+#include "app/progress.h"
+#include "app/clahe_command.h"
+
+#include <cpl_error.h>
+#include <cpl_string.h>
+#include <gdal_priv.h>
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "io/gdal_session.h"
+#include "io/input_error.h"
+#include "io/output_set.h"
+#include "io/output_path.h"
+#include "io/raster_reader.h"
+#include "partition/clahe.h"
+#include "partition/comm.h"
+#include "app/background_command.h"
+#include "app/quicklook.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "partition/cuda/clahe.h"
+#endif
+
+namespace tessera {
+
+namespace {
+
+
+constexpr int kTag = 7331;
+
+// The backend's collective CLAHE of a float band in host memory, to 8 or 16 bits.
+struct ClaheKernels {
+    using To8 = ClaheRange (*)(const float*, const uint8_t*, const Window&, int64_t, int64_t, int64_t,
+                               const ClaheParams&, Comm&, uint8_t*, int64_t);
+    using To16 = ClaheRange (*)(const float*, const uint8_t*, const Window&, int64_t, int64_t, int64_t,
+                                const ClaheParams&, Comm&, uint16_t*, int64_t);
+    To8 to8;
+    To16 to16;
+};
+
+// Chosen once (ARCHITECTURE.md section 5); either backend gives the same bits.
+ClaheKernels clahe_kernels(Backend b) {
+    if (b == Backend::kCuda) {
+#ifdef TESSERA_HAVE_CUDA
+        return {static_cast<ClaheKernels::To8>(&cuda::clahe_from_host),
+                static_cast<ClaheKernels::To16>(&cuda::clahe_from_host)};
+#else
+        throw std::logic_error("clahe: CUDA backend selected in a build without it");
+#endif
+    }
+    return {static_cast<ClaheKernels::To8>(&clahe), static_cast<ClaheKernels::To16>(&clahe)};
+}
+
+// Rank 0 gets every rank's row band in rank order, in messages of at most 64 MiB, and
+// passes them to sink(row0, rows, data); the other ranks send theirs. An exception in
+// sink is remembered and the rest is still received (so no rank waits forever); the
+// outcome is agreed on: InputError::everywhere when rank 0 failed.
+void stream_bands_to_root(Comm& comm, int64_t H, int64_t W, const void* own_data, size_t px_bytes,
+                          const std::function<void(int64_t, int64_t, const void*)>& sink, const std::string& out) {
+    const int rank = comm.rank(), size = comm.size();
+    const int64_t row_bytes = W * static_cast<int64_t>(px_bytes);
+    const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{64} << 20) / std::max<int64_t>(row_bytes, 1));
+    std::string err;
+    if (rank == 0) {
+        auto guarded = [&](int64_t r0, int64_t n, const void* d) {
+            if (!err.empty() || n == 0) return;
+            try {
+                sink(r0, n, d);
+            } catch (const std::exception& e) {
+                err = e.what();
+            }
+        };
+        guarded(0, H / size, own_data);
+        std::vector<uint8_t> buf;
+        for (int s = 1; s < size; ++s) {
+            const int64_t b0 = H * s / size, b1 = H * (s + 1) / size;
+            for (int64_t r = b0; r < b1; r += chunk_rows) {
+                const int64_t n = std::min(chunk_rows, b1 - r);
+                buf.resize(static_cast<size_t>(n * row_bytes));
+                comm.recv(buf.data(), static_cast<size_t>(n * row_bytes), s, kTag);
+                guarded(r, n, buf.data());
+            }
+        }
+    } else {
+        const int64_t b0 = H * rank / size, b1 = H * (rank + 1) / size;
+        const auto* p = static_cast<const uint8_t*>(own_data);
+        for (int64_t r = b0; r < b1; r += chunk_rows) {
+            const int64_t n = std::min(chunk_rows, b1 - r);
+            comm.send(p + (r - b0) * row_bytes, static_cast<size_t>(n * row_bytes), 0, kTag);
+        }
+    }
+    int64_t failed = err.empty() ? 0 : 1;
+    comm.bcast(failed, 0);
+    if (failed) throw InputError::everywhere(rank == 0 ? err : out + ": output failed");
+}
+
+// A tiled, compressed GeoTIFF written by rows (rank 0).
+class TiffSink {
+public:
+    TiffSink(const std::string& path, int64_t H, int64_t W, int bits, const GeoRef& geo)
+        : staged_(path), path_(path), tmp_(staged_.tmp()), H_(H), W_(W), type_(bits == 8 ? GDT_Byte : GDT_UInt16) {
+        register_gdal_once();
+        QuietGdal quiet;
+        GDALDriver* drv = GetGDALDriverManager()->GetDriverByName("GTiff");
+        if (drv == nullptr) fail("GDAL has no GTiff driver", quiet);
+        CPLStringList o;
+        o.SetNameValue("TILED", "YES");
+        o.SetNameValue("BLOCKXSIZE", "256");
+        o.SetNameValue("BLOCKYSIZE", "256");
+        o.SetNameValue("COMPRESS", "DEFLATE");
+        o.SetNameValue("ZLEVEL", "1");
+        o.SetNameValue("PREDICTOR", "2");
+        o.SetNameValue("NUM_THREADS", "ALL_CPUS");
+        o.SetNameValue("BIGTIFF", "IF_SAFER");
+        ds_.reset(drv->Create(tmp_.c_str(), static_cast<int>(W), static_cast<int>(H), 1, type_, o.List()));
+        if (!ds_) fail("cannot create " + tmp_, quiet);
+        if (geo.has_geotransform) {
+            double gt[6];
+            std::copy(geo.geotransform.begin(), geo.geotransform.end(), gt);
+            ds_->SetGeoTransform(gt);
+        }
+        if (!geo.projection_wkt.empty()) ds_->SetProjection(geo.projection_wkt.c_str());
+    }
+    ~TiffSink() {
+        if (!done_) {
+            QuietGdal quiet;
+            ds_.reset();
+            std::remove(tmp_.c_str());
+        }
+    }
+    TiffSink(const TiffSink&) = delete;
+    TiffSink& operator=(const TiffSink&) = delete;
+
+    void write(int64_t r0, int64_t n, const void* data) {
+        QuietGdal quiet;
+        if (ds_->GetRasterBand(1)->RasterIO(GF_Write, 0, static_cast<int>(r0), static_cast<int>(W_),
+                                            static_cast<int>(n), const_cast<void*>(data), static_cast<int>(W_),
+                                            static_cast<int>(n), type_, 0, 0, nullptr) != CE_None)
+            fail("write failed in rows " + std::to_string(r0) + ".." + std::to_string(r0 + n - 1), quiet);
+    }
+    void finish() {
+        QuietGdal quiet;
+        ds_.reset();  // flushes
+        if (!quiet.message().empty()) fail("cannot complete " + tmp_, quiet);
+        staged_.finish();  // unique temporary renamed into place
+        done_ = true;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& problem, const QuietGdal& quiet) {
+        std::string msg = problem;
+        if (!quiet.message().empty()) msg += " (" + quiet.message() + ")";
+        throw InputError(path_, msg);
+    }
+    StagedFile staged_;
+    std::string path_, tmp_;
+    int64_t H_, W_;
+    GDALDataType type_;
+    GDALDatasetUniquePtr ds_;
+    bool done_ = false;
+};
+
+}  // namespace
+
+ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    Comm comm(mpi_comm);
+    const int rank = comm.rank(), size = comm.size();
+    const int64_t node_ranks = size > 1 ? comm.node_local_rank().second : 1;  // collective: before the checks
+    ClaheReport rep;
+    Lap laps;
+    auto lap = [&] { return comm.max(laps.next()); };  // the slowest rank's (collective)
+    ClaheParams p = opt.params;
+    if (p.nbins <= 0) p.nbins = p.out_bits == 16 ? 4096 : 256;
+    rep.params = p;
+
+    std::unique_ptr<RasterReader> in;
+    GeoRef geo;
+    bool png = false;
+    agree_on_errors(comm, [&] {
+        in = std::make_unique<RasterReader>(resolve_raster_input(opt.input, opt.dataset), opt.band);
+        if (has_suffix(opt.output, {".png"}))
+            png = true;
+        else if (!has_suffix(opt.output, {".tif", ".tiff"}))
+            throw InputError(opt.output, "output must end in .png or .tif");
+        // Never the input, only a regular file, an existing one only with --overwrite (issue 14).
+        check_outputs({opt.output}, {opt.input}, opt.overwrite);
+        check_disk_space({{opt.output, in->info().rows * in->info().cols * (p.out_bits / 8) + (1 << 20)}});
+        // The rank's row band (image 4, valid 1, result 2 bytes a pixel) and, on rank 0, the
+        // gathered result.
+        const int64_t band = (in->info().rows + size - 1) / size;
+        check_memory(opt.input, band * in->info().cols * 7 + in->info().rows * in->info().cols * (p.out_bits / 8), band,
+                     in->info().cols, node_ranks);
+        try {
+            make_clahe_grid(in->info().rows, in->info().cols, p);
+        } catch (const std::invalid_argument& e) {
+            throw InputError(opt.input, e.what());
+        }
+        if (png && (in->info().rows > 1000000 || in->info().cols > 1000000))
+            throw InputError(opt.output, "image too large for a PNG; write a .tif");
+        geo = input_georef(opt.input, in->info());
+    });
+    select_backend_device(opt.backend, comm);
+    rep.backend = backend_name(opt.backend);
+    const ClaheKernels kernels = clahe_kernels(opt.backend);
+    const RasterInfo& info = in->info();
+    const int64_t H = info.rows, W = info.cols;
+    rep.rows = H;
+    rep.cols = W;
+
+    const int64_t r0 = H * rank / size, r1 = H * (rank + 1) / size;
+    const Window own{r0, 0, r1 - r0, W};
+    std::vector<float> img(static_cast<size_t>(own.size()));
+    std::vector<uint8_t> valid(static_cast<size_t>(own.size()));
+    agree_on_errors(comm, [&] {
+        if (info.is_complex) {
+            // An interferogram or SLC: equalise its amplitude (0 = no data).
+            in->read_float(own, img.data(), W);
+            for (size_t i = 0; i < img.size(); ++i) valid[i] = img[i] != 0.0f;
+        } else {
+            in->read_phase(own, img.data(), valid.data(), W);
+        }
+    });
+
+    rep.read_seconds = lap();
+    std::vector<uint8_t> out8;
+    std::vector<uint16_t> out16;
+    if (p.out_bits == 8)
+        out8.resize(static_cast<size_t>(own.size()));
+    else
+        out16.resize(static_cast<size_t>(own.size()));
+    agree_on_errors(comm, [&] {
+        try {
+            rep.range = p.out_bits == 8
+                            ? kernels.to8(img.data(), valid.data(), own, W, H, W, p, comm, out8.data(), W)
+                            : kernels.to16(img.data(), valid.data(), own, W, H, W, p, comm, out16.data(), W);
+        } catch (const std::exception& e) {  // the same on every rank (parameters, no valid pixels)
+            throw InputError(opt.input, e.what());
+        }
+    });
+    rep.valid = rep.range.count;
+    rep.clahe_seconds = lap();
+    img = {};
+    valid = {};
+
+    const void* data = p.out_bits == 8 ? static_cast<const void*>(out8.data()) : out16.data();
+    const size_t px = p.out_bits == 8 ? 1 : 2;
+    if (png) {
+        std::vector<uint8_t> whole;
+        if (rank == 0) whole.resize(static_cast<size_t>(H * W) * px);
+        stream_bands_to_root(
+            comm, H, W, data, px,
+            [&](int64_t row0, int64_t n, const void* d) {
+                std::memcpy(whole.data() + static_cast<size_t>(row0 * W) * px, d, static_cast<size_t>(n * W) * px);
+            },
+            opt.output);
+        std::string err;
+        if (rank == 0) {
+            try {
+                write_png(opt.output, H, W, 1, p.out_bits, whole.data());
+            } catch (const std::exception& e) {
+                err = e.what();
+            }
+        }
+        if (comm.max(int64_t{!err.empty()}))
+            throw InputError::everywhere(rank == 0 ? err : opt.output + ": PNG output failed");
+    } else {
+        std::unique_ptr<TiffSink> tif;
+        std::string err;
+        if (rank == 0) {
+            try {
+                tif = std::make_unique<TiffSink>(opt.output, H, W, p.out_bits, geo);
+            } catch (const std::exception& e) {
+                err = e.what();
+            }
+        }
+        if (comm.max(int64_t{!err.empty()}))
+            throw InputError::everywhere(rank == 0 ? err : opt.output + ": GeoTIFF output failed");
+        stream_bands_to_root(
+            comm, H, W, data, px, [&](int64_t row0, int64_t n, const void* d) { tif->write(row0, n, d); },
+            opt.output);
+        if (rank == 0) {
+            try {
+                tif->finish();
+            } catch (const std::exception& e) {
+                err = e.what();
+            }
+        }
+        if (comm.max(int64_t{!err.empty()}))
+            throw InputError::everywhere(rank == 0 ? err : opt.output + ": GeoTIFF output failed");
+    }
+    rep.write_seconds = lap();
+    rep.seconds = comm.max(std::chrono::duration<double>(clock::now() - t0).count());
+    return rep;
+}
+
+void add_clahe_command(CLI::App& app) {
+    auto opt = std::make_shared<ClaheOptions>();
+    auto tiles = std::make_shared<std::string>("8x8");
+    auto range = std::make_shared<std::vector<double>>();
+    opt->params.nbins = 0;
+    auto* sub = app.add_subcommand("clahe", "contrast-limited adaptive histogram equalisation to a PNG or GeoTIFF");
+    sub->add_option("IN", opt->input,
+                    "any GDAL raster (amplitude, intensity, unwrapped phase; complex: amplitude); "
+                    "X.h5 means HDF5:\"X.h5\"://unwrapped_phase")
+        ->required();
+    sub->add_option("OUT", opt->output, "OUT.png or OUT.tif (8- or 16-bit, one band)")->required();
+    sub->add_option("--tiles", *tiles, "tile grid ROWSxCOLS (need not divide the image)")->capture_default_str();
+    sub->add_option("--clip-limit", opt->params.clip_limit,
+                    "OpenCV's clipLimit: clip = limit * tile pixels / bins; 0 = no clipping")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    sub->add_option("--bits", opt->params.out_bits, "output bits per pixel, 8 or 16")
+        ->capture_default_str()
+        ->check(CLI::IsMember({8, 16}));
+    sub->add_option("--bins", opt->params.nbins, "histogram bins 2..65536 (default 256 for 8-bit, 4096 for 16-bit)")
+        ->check(CLI::Range(2, 65536));
+    sub->add_option("--range", *range, "LO HI: value range (default: min and max of the valid pixels)")
+        ->expected(2)
+        ->allow_extra_args(false);
+    auto* band =
+        sub->add_option("--band", opt->band, "band of IN (1-based)")->capture_default_str()->check(CLI::Range(1, 65535));
+    auto* ds = sub->add_option("--dataset", opt->dataset, "dataset of an HDF5 IN (default unwrapped_phase)");
+    band->excludes(ds);
+    auto backend = std::make_shared<std::string>("auto");
+    sub->add_option("--backend", *backend, "auto (CUDA when a GPU is visible) | cpu | cuda")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    sub->add_flag("-q,--quiet", opt->quiet, "no summary");
+    sub->add_flag("--overwrite", opt->overwrite, "replace output files that exist (regular files only; without it an existing output is an error)");
+    sub->callback([opt, tiles, range, backend] {
+        run_guarded([&] {
+            opt->backend = parse_backend(*backend);
+            const auto x = tiles->find('x');
+            try {
+                if (x == std::string::npos) throw std::invalid_argument("x");
+                size_t used = 0;
+                opt->params.tile_rows = std::stoi(tiles->substr(0, x), &used);
+                if (used != x) throw std::invalid_argument("x");
+                opt->params.tile_cols = std::stoi(tiles->substr(x + 1), &used);
+                if (used != tiles->size() - x - 1) throw std::invalid_argument("x");
+            } catch (const std::exception&) {
+                throw InputError::everywhere("--tiles " + *tiles + ": expected ROWSxCOLS, e.g. 8x8");
+            }
+            if (!range->empty()) {
+                opt->params.fixed_range = true;
+                opt->params.lo = (*range)[0];
+                opt->params.hi = (*range)[1];
+            }
+            const ClaheReport rep = run_clahe(*opt, MPI_COMM_WORLD);
+            int rank = 0;
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            if (opt->quiet || rank != 0) return;
+            std::printf("tessera clahe: %s -> %s (%s backend)\n", opt->input.c_str(), opt->output.c_str(),
+                        rep.backend.c_str());
+            std::printf("  size %lld x %lld (rows x cols), %lld valid pixels, range [%.9g, %.9g]\n",
+                        static_cast<long long>(rep.rows), static_cast<long long>(rep.cols),
+                        static_cast<long long>(rep.valid), rep.range.lo, rep.range.hi);
+            std::printf("  %dx%d tiles, clip limit %g, %d bins, %d-bit output\n", rep.params.tile_rows,
+                        rep.params.tile_cols, rep.params.clip_limit, rep.params.nbins, rep.params.out_bits);
+            std::printf("  %.3f s (read %.3f, clahe %.3f, write %.3f)\n", rep.seconds, rep.read_seconds,
+                        rep.clahe_seconds, rep.write_seconds);
+        });
+    });
+}
+
+}  // namespace tessera

@@ -1,0 +1,301 @@
+// tessera command line: unwrap, synth, info (README "Usage").
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/gdal_session.h"
+#include "io/hdf5_writer.h"
+#include "io/input_error.h"
+#include "io/output_path.h"
+#include "io/output_set.h"
+#include "app/background_command.h"
+#include "app/batch.h"
+#include "app/clahe_command.h"
+#include "app/hologram_command.h"
+#include "app/synth.h"
+#include "pipeline/unwrap_pipeline.h"
+
+namespace {
+
+// Section 7: one line and a non-zero exit on every rank. An error every rank met alike
+// (agreed on) is printed by rank 0 and every rank exits; any other ends the job.
+int fail(const std::string& msg, int code, bool everywhere = false) {
+    int size = 1, rank = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (everywhere) {
+        if (rank == 0) std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
+        MPI_Finalize();
+        return code;
+    }
+    if (size > 1)
+        std::fprintf(stderr, "tessera: error (rank %d): %s\n", rank, msg.c_str());
+    else
+        std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
+    // MPI_Abort ends every rank (SIGTERM: their handlers remove their temporaries); this one's first.
+    tessera::remove_registered_temporaries();
+    if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);  // one failing rank ends the job (section 7)
+    MPI_Finalize();
+    return code;
+}
+
+// "ROWSxCOLS", both whole numbers in 2..1000000; InputError saying what is wrong otherwise.
+std::pair<int64_t, int64_t> parse_size(const std::string& s) {
+    const std::string what = "--size " + s;
+    const auto x = s.find_first_of("xX");
+    if (x == std::string::npos)
+        throw tessera::InputError::everywhere(what + ": expected ROWSxCOLS, e.g. 1024x1024 (no 'x' found)");
+    auto number = [&](const std::string& part, const char* name) -> int64_t {
+        if (part.empty() || part.size() > 7 || part.find_first_not_of("0123456789") != std::string::npos)
+            throw tessera::InputError::everywhere(what + ": " + name + " '" + part +
+                                                  "' is not a whole number in 2..1000000 (expected ROWSxCOLS, "
+                                                  "e.g. 1024x1024)");
+        const int64_t v = std::stoll(part);
+        if (v < 2 || v > 1000000)
+            throw tessera::InputError::everywhere(what + ": " + name + " " + part +
+                                                  " is outside 2..1000000 (expected ROWSxCOLS)");
+        return v;
+    };
+    return {number(s.substr(0, x), "ROWS"), number(s.substr(x + 1), "COLS")};
+}
+
+// `tessera info`: each file is described in a child process, so that a damaged file on which
+// HDF5 itself crashes or loops ends in one line, never in a crash (30 s at most a file).
+// Returns the number of files that failed.
+int run_info(const std::vector<std::string>& files) {
+    int failed = 0;
+    for (const std::string& f : files) {
+        std::fflush(stdout);
+        int fd[2];
+        if (pipe(fd) != 0) throw std::runtime_error("info: cannot create a pipe");
+        const pid_t pid = fork();
+        if (pid < 0) throw std::runtime_error("info: cannot fork");
+        if (pid == 0) {
+            close(fd[0]);
+            // A crash ends the child quietly (not Open MPI's backtrace handler), and nothing
+            // the libraries print reaches the user: the parent reports in one line.
+            for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, SIG_DFL);
+            if (const int devnull = open("/dev/null", O_WRONLY); devnull >= 0) dup2(devnull, 2);
+            alarm(30);
+            if (std::getenv("TESSERA_TEST_INFO_CRASH")) raise(SIGSEGV);  // tests: HDF5 crashing in the child
+            std::string text;
+            int code = 0;
+            try {
+                text = tessera::describe_result(f, /*tessera_only=*/true);
+            } catch (const tessera::InputError& e) {
+                text = e.what(), code = 2;
+            } catch (const std::exception& e) {
+                text = f + ": cannot be read (" + e.what() + ")", code = 2;
+            }
+            for (size_t off = 0; off < text.size();) {
+                const ssize_t n = write(fd[1], text.data() + off, text.size() - off);
+                if (n <= 0) break;
+                off += static_cast<size_t>(n);
+            }
+            _exit(code);  // no MPI_Finalize, no atexit handlers of the parent's libraries
+        }
+        close(fd[1]);
+        std::string text;
+        char buf[65536];
+        for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR);)
+            if (n > 0) text.append(buf, static_cast<size_t>(n));
+        close(fd[0]);
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            if (files.size() > 1) std::printf("%s:\n", f.c_str());
+            std::printf("%s", text.c_str());
+            continue;
+        }
+        ++failed;
+        if (WIFEXITED(st))
+            std::fprintf(stderr, "tessera: error: %s\n", text.c_str());
+        else
+            std::fprintf(stderr, "tessera: error: %s: damaged file (HDF5 %s reading it)\n", f.c_str(),
+                         WTERMSIG(st) == SIGALRM ? "did not finish in 30 s" : "crashed");
+    }
+    return failed;
+}
+
+void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& r) {
+    const double mpx = static_cast<double>(r.rows * r.cols) / 1e6;
+    std::printf("tessera unwrap: %s -> %s\n", o.input.c_str(), o.output.c_str());
+    std::printf("  size %lld x %lld (rows x cols), %lld valid pixels, %lld tiles of %lld\n",
+                static_cast<long long>(r.rows), static_cast<long long>(r.cols), static_cast<long long>(r.valid),
+                static_cast<long long>(r.tiles), static_cast<long long>(o.tile_size));
+    std::printf("  residues %lld: %lld pair cuts, %lld ground cuts, %lld discharged into lakes\n",
+                static_cast<long long>(r.residues), static_cast<long long>(r.pairs),
+                static_cast<long long>(r.ground_cuts), static_cast<long long>(r.lake_joins));
+    std::printf("  components %lld, labelled %lld (min size %lld), largest %lld pixels, conflicts %lld\n",
+                static_cast<long long>(r.components), static_cast<long long>(r.labelled),
+                static_cast<long long>(o.min_component_size), static_cast<long long>(r.largest),
+                static_cast<long long>(r.conflicts));
+    std::printf("  %lld rank(s) as %lldx%lld, %s backend; most bytes sent by a rank %lld\n",
+                static_cast<long long>(r.ranks), static_cast<long long>(r.rank_rows),
+                static_cast<long long>(r.rank_cols), o.backend == tessera::Backend::kCuda ? "cuda" : "cpu",
+                static_cast<long long>(r.bytes_sent_max));
+    std::printf("  %.3f s, %.1f Mpixel/s\n", r.total_seconds, mpx / r.total_seconds);
+    if (!o.geotiff.empty()) std::printf("  GeoTIFF: %s\n", o.geotiff.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // Run without a launcher: a lone Open MPI process needs no daemon and no network
+    // transports; skipping them saves 0.2-0.3 s of start-up. The user's settings win.
+    if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK")) {
+        setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+        setenv("OMPI_MCA_pml", "ob1", 0);
+        setenv("OMPI_MCA_btl", "self", 0);
+    }
+    MPI_Init(&argc, &argv);
+    // SIGINT / SIGTERM / SIGHUP remove this process's temporaries and end it (after MPI_Init,
+    // so that these handlers are the ones in place).
+    tessera::install_signal_cleanup();
+    tessera::quiet_library_messages();  // GDAL's and HDF5's own messages never printed raw
+    CLI::App app{"tessera: tiled, exact, MPI + GPU phase unwrapping"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("tessera ") + TESSERA_VERSION);
+
+    tessera::UnwrapOptions uo;
+    std::vector<int64_t> reference;
+    auto* unwrap = app.add_subcommand("unwrap", "unwrap a wrapped phase or complex interferogram (any GDAL raster)");
+    tessera::UnwrapBatchCli ub;  // IN... OUT, --from-hologram and its demodulation options
+    tessera::add_unwrap_batch_options(unwrap, ub);
+    unwrap->add_option("--coherence", uo.coherence, "coherence raster of the same size (0 or NaN = masked)");
+    unwrap->add_option("--mask", uo.mask, "mask raster of the same size (nonzero = valid)");
+    unwrap->add_option("--band", uo.band, "band of IN (1-based)")->capture_default_str()->check(CLI::Range(1, 65535));
+    unwrap->add_option("--tile-size", uo.tile_size, "tile side in pixels (the result does not depend on it)")
+        ->capture_default_str();
+    unwrap->add_option("--cut-radius,--max-pair-distance", uo.max_pair_distance,
+                       "R: longest cut between two residues (L1 pixels); farther ones join through others or ground")
+        ->capture_default_str();
+    unwrap->add_option("--reference", reference, "ROW COL: pixel whose component gets k = 0 there")->expected(2)
+        ->allow_extra_args(false);
+    unwrap->add_option("--min-component-size", uo.min_component_size, "components smaller than this get label 0")
+        ->capture_default_str();
+    unwrap->add_option("--min-coherence", uo.min_coherence, "pixels below this coherence get label 0")
+        ->capture_default_str();
+    unwrap->add_option("--compress-phase", uo.compress_phase, "deflate level 0-9 of /unwrapped_phase (0 = none)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 9));
+    unwrap->add_option("--quicklook", uo.quicklook,
+                       "also write a PNG quicklook: unwrapped phase and components side by side (<= 1024 px)");
+    unwrap->add_option("--geotiff", uo.geotiff, "also write the unwrapped phase as a GeoTIFF");
+    unwrap->add_flag("--save-cycles", uo.save_cycles, "write /cycles (int32 k)");
+    unwrap->add_flag("--save-residues", uo.save_residues, "write /residues (int8 charges)");
+    unwrap->add_flag("--save-cuts", uo.save_cuts, "write /branch_cuts (blocked-edge bits)");
+    unwrap->add_flag("-q,--quiet", uo.quiet, "no progress or summary");
+    unwrap->add_flag("--overwrite", uo.overwrite,
+                     "replace output files that exist (regular files only; without it an existing output is an "
+                     "error)");
+    std::string backend_name = "auto";
+    unwrap->add_option("--backend", backend_name, "auto (CUDA when a GPU is visible) | cpu | cuda")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    unwrap->add_option("--rank-grid", uo.rank_grid, "PxQ ranks over the tile grid (default: automatic)");
+    unwrap->add_option("--device", uo.device, "CUDA device for every rank (default: the node-local rank's)");
+    unwrap->add_flag("--share-gpus", uo.share_gpus, "allow more ranks than GPUs on a node");
+
+    auto* hologram = tessera::add_hologram_command(app);
+    tessera::add_background_command(app);  // runs from its own callback
+    tessera::add_clahe_command(app);
+
+    std::string synth_case = "topo", synth_size = "1024x1024", synth_dir;
+    uint64_t synth_seed = 1;
+    auto* synth = app.add_subcommand("synth", "write a synthetic scene with known truth as GeoTIFFs");
+    synth->add_option("--case", synth_case, "bowl | topo | holes | fringes | all")->capture_default_str();
+    synth->add_option("--size", synth_size, "ROWSxCOLS")->capture_default_str();
+    synth->add_option("--seed", synth_seed, "random seed")->capture_default_str();
+    synth->add_option("OUT_DIR", synth_dir, "output directory (created if missing)")->required();
+    bool synth_overwrite = false;
+    synth->add_flag("--overwrite", synth_overwrite,
+                    "replace the scene's files if they exist (regular files only; without it an existing one is an error)");
+
+    std::vector<std::string> info_paths;
+    auto* info = app.add_subcommand("info", "describe tessera result files");
+    info->add_option("FILE", info_paths, "result HDF5 file(s)")->required();
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);
+        MPI_Finalize();
+        return rc;
+    }
+
+    try {
+        if (*unwrap) {
+            if (!reference.empty()) uo.reference = std::pair<int64_t, int64_t>{reference[0], reference[1]};
+            if (backend_name == "cuda" || (backend_name == "auto" && tessera::cuda_backend_available()))
+                uo.backend = tessera::Backend::kCuda;
+            uo.output = ub.output();
+            const std::vector<std::string> inputs = tessera::expand_inputs(ub.input_items());
+            if (tessera::unwrap_is_batch(ub, inputs, uo.output)) {
+                // Many frames: spread over the ranks (holograms: and over each rank's lanes), each frame
+                // unwrapped by one rank.
+                const int conflicts = tessera::run_unwrap_batch(inputs, uo, uo.output, ub.frame_options());
+                if (conflicts != 0)
+                    return fail("internal error: " + std::to_string(conflicts) +
+                                    " union-find conflicts (please report this input)",
+                                3, true);
+                MPI_Finalize();
+                return 0;
+            }
+            uo.input = inputs[0];
+            const tessera::UnwrapReport rep = tessera::run_unwrap(uo, MPI_COMM_WORLD);
+            int rank = 0;
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            if (!uo.quiet && rank == 0) print_report(uo, rep);
+            if (rank == 0 && rep.labelled == 0)  // a result, but an empty one: said even with -q
+                std::fprintf(stderr,
+                             "tessera: warning: %s: no pixel was labelled (every component is smaller than "
+                             "--min-component-size %lld, or below --min-coherence, or invalid)\n",
+                             uo.input.c_str(), static_cast<long long>(uo.min_component_size));
+            if (rep.conflicts != 0) return fail("internal error: " + std::to_string(rep.conflicts) +
+                                                    " union-find conflicts (please report this input)", 3);
+        } else if (*hologram) {
+            tessera::run_hologram_command();
+        } else if (*synth) {
+            const auto [rows, cols] = parse_size(synth_size);
+            std::vector<std::string> cases =
+                synth_case == "all" ? tessera::synth_case_names() : std::vector<std::string>{synth_case};
+            std::vector<std::string> outs, wrapped;
+            for (const auto& c : cases)
+                for (const std::string& f : tessera::scene_files(c, synth_dir)) outs.push_back(f);
+            std::filesystem::create_directories(synth_dir);
+            // As every command's outputs (issue 14): regular files only, an existing one only with
+            // --overwrite, all of them in place together or none.
+            tessera::check_outputs(outs, {}, synth_overwrite);
+            tessera::OutputSet outputs(synth_overwrite);
+            {
+                tessera::CollectOutputs collect(outputs);
+                for (const auto& c : cases) wrapped.push_back(tessera::write_scene(tessera::make_scene(c, rows, cols, synth_seed), synth_dir));
+            }
+            outputs.commit();
+            for (const std::string& w : wrapped) std::printf("%s\n", w.c_str());
+        } else if (*info) {
+            const int bad = run_info(info_paths);
+            MPI_Finalize();
+            return bad ? 2 : 0;
+        }
+    } catch (const tessera::InputError& e) {
+        return fail(e.what(), 2, e.is_everywhere());
+    } catch (const std::exception& e) {
+        return fail(e.what(), 3);
+    }
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,227 @@
+// Quicklook PNG (app/quicklook.h).
+#include "app/quicklook.h"
+
+#include <cpl_error.h>
+#include <cpl_string.h>
+#include <gdal_priv.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "io/gdal_session.h"
+#include "io/input_error.h"
+#include "io/output_set.h"
+#include "io/output_path.h"
+#include "kernels/label_width.h"
+
+namespace tessera {
+
+namespace {
+
+
+using RGB = std::array<uint8_t, 3>;
+
+// Viridis sampled at 0, 1/8, ..., 1 (matplotlib), interpolated linearly.
+constexpr std::array<RGB, 9> kViridis = {{{68, 1, 84},
+                                          {71, 44, 122},
+                                          {59, 81, 139},
+                                          {44, 113, 142},
+                                          {33, 144, 141},
+                                          {39, 173, 129},
+                                          {92, 200, 99},
+                                          {170, 220, 50},
+                                          {253, 231, 37}}};
+
+// Categorical (Tableau 20 order): label L > 0 gets kPalette[(L - 1) % 20]; 0 is black.
+constexpr std::array<RGB, 20> kPalette = {{{31, 119, 180},  {255, 127, 14},  {44, 160, 44},   {214, 39, 40},
+                                           {148, 103, 189}, {140, 86, 75},   {227, 119, 194}, {127, 127, 127},
+                                           {188, 189, 34},  {23, 190, 207},  {174, 199, 232}, {255, 187, 120},
+                                           {152, 223, 138}, {255, 152, 150}, {197, 176, 213}, {196, 156, 148},
+                                           {247, 182, 210}, {199, 199, 199}, {219, 219, 141}, {158, 218, 229}}};
+
+RGB viridis(double t) {
+    t = std::clamp(t, 0.0, 1.0) * 8.0;
+    const int i = std::min(static_cast<int>(t), 7);
+    const double f = t - i;
+    RGB o;
+    for (int k = 0; k < 3; ++k)
+        o[static_cast<size_t>(k)] = static_cast<uint8_t>(std::lround(
+            kViridis[static_cast<size_t>(i)][static_cast<size_t>(k)] * (1.0 - f) +
+            kViridis[static_cast<size_t>(i + 1)][static_cast<size_t>(k)] * f));
+    return o;
+}
+
+
+}  // namespace
+
+QuicklookGrid quicklook_grid(int64_t rows, int64_t cols, int max_side) {
+    if (rows < 1 || cols < 1) throw std::invalid_argument("quicklook: empty image");
+    if (max_side < 16) throw std::invalid_argument("quicklook: max_side must be at least 16");
+    QuicklookGrid g;
+    g.rows = rows;
+    g.cols = cols;
+    const int64_t m = max_side;
+    int64_t f = std::max<int64_t>({1, (rows + m - 1) / m, (2 * cols + (m - g.gap) - 1) / (m - g.gap)});
+    for (;; ++f) {
+        const int64_t pr = (rows + f - 1) / f, pc = (cols + f - 1) / f;
+        if (pr <= m && 2 * pc + g.gap <= m) break;
+    }
+    g.factor = f;
+    g.panel_rows = (rows + f - 1) / f;
+    g.panel_cols = (cols + f - 1) / f;
+    return g;
+}
+
+std::vector<QuicklookCell> quicklook_cells(const float* u, const void* labels, const Window& own,
+                                           int64_t stride, const QuicklookGrid& g, int label_bytes) {
+    std::vector<QuicklookCell> out;
+    if (own.rows <= 0 || own.cols <= 0) return out;
+    const int64_t f = g.factor;
+    const int64_t pi0 = own.row0 / f, pi1 = (own.row0 + own.rows - 1) / f;
+    const int64_t pj0 = own.col0 / f, pj1 = (own.col0 + own.cols - 1) / f;
+    const int64_t ni = pi1 - pi0 + 1, nj = pj1 - pj0 + 1;
+    out.resize(static_cast<size_t>(ni * nj));
+#pragma omp parallel for schedule(static) if (own.size() >= (int64_t{1} << 16))
+    for (int64_t k = 0; k < ni * nj; ++k) {
+        const int64_t pi = pi0 + k / nj, pj = pj0 + k % nj;
+        QuicklookCell& cell = out[static_cast<size_t>(k)];
+        cell.cell = pi * g.panel_cols + pj;
+        const int64_t cr0 = pi * f, cr1 = std::min(cr0 + f, g.rows);
+        const int64_t cc0 = pj * f, cc1 = std::min(cc0 + f, g.cols);
+        const int64_t r0 = std::max(cr0, own.row0), r1 = std::min(cr1, own.row0 + own.rows);
+        const int64_t c0 = std::max(cc0, own.col0), c1 = std::min(cc1, own.col0 + own.cols);
+        double sum = 0;
+        int64_t count = 0;
+        for (int64_t r = r0; r < r1; ++r) {
+            const float* row = u + (r - own.row0) * stride;
+            for (int64_t c = c0; c < c1; ++c) {
+                const float v = row[c - own.col0];
+                if (std::isfinite(v)) {
+                    sum += v;
+                    ++count;
+                }
+            }
+        }
+        cell.sum = sum;
+        cell.count = count;
+        const int64_t sr = cr0 + (cr1 - cr0 - 1) / 2, sc = cc0 + (cc1 - cc0 - 1) / 2;
+        if (labels != nullptr && own.contains(sr, sc)) {
+            cell.has_label = 1;
+            cell.label = label_at(labels, label_bytes, (sr - own.row0) * stride + (sc - own.col0));
+        }
+    }
+    return out;
+}
+
+std::vector<uint8_t> render_quicklook(const QuicklookGrid& g, const std::vector<QuicklookCell>& cells,
+                                      bool with_labels) {
+    const int64_t n = g.cells();
+    std::vector<double> sum(static_cast<size_t>(n), 0.0);
+    std::vector<int64_t> count(static_cast<size_t>(n), 0);
+    std::vector<uint32_t> label(static_cast<size_t>(n), 0);
+    for (const QuicklookCell& c : cells) {
+        if (c.cell < 0 || c.cell >= n) throw std::invalid_argument("quicklook: cell index out of range");
+        sum[static_cast<size_t>(c.cell)] += c.sum;
+        count[static_cast<size_t>(c.cell)] += c.count;
+        if (c.has_label) label[static_cast<size_t>(c.cell)] = c.label;
+    }
+    std::vector<double> mean(static_cast<size_t>(n), std::numeric_limits<double>::quiet_NaN());
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (int64_t k = 0; k < n; ++k)
+        if (count[static_cast<size_t>(k)] > 0) {
+            const double m = sum[static_cast<size_t>(k)] / static_cast<double>(count[static_cast<size_t>(k)]);
+            mean[static_cast<size_t>(k)] = m;
+            lo = std::min(lo, m);
+            hi = std::max(hi, m);
+        }
+    const int64_t W = g.width(with_labels), H = g.panel_rows;
+    std::vector<uint8_t> rgb(static_cast<size_t>(W * H * 3), 0);
+    auto put = [&](int64_t r, int64_t c, const RGB& v) {
+        uint8_t* p = rgb.data() + (r * W + c) * 3;
+        p[0] = v[0];
+        p[1] = v[1];
+        p[2] = v[2];
+    };
+    const double span = hi > lo ? hi - lo : 0.0;
+    for (int64_t r = 0; r < H; ++r) {
+        for (int64_t c = 0; c < g.panel_cols; ++c) {
+            const double m = mean[static_cast<size_t>(r * g.panel_cols + c)];
+            if (std::isnan(m)) continue;  // black
+            put(r, c, viridis(span > 0 ? (m - lo) / span : 0.5));
+        }
+        if (!with_labels) continue;
+        for (int64_t c = 0; c < g.gap; ++c) put(r, g.panel_cols + c, RGB{128, 128, 128});
+        for (int64_t c = 0; c < g.panel_cols; ++c) {
+            const uint32_t l = label[static_cast<size_t>(r * g.panel_cols + c)];
+            if (l != 0) put(r, g.panel_cols + g.gap + c, kPalette[(l - 1) % kPalette.size()]);
+        }
+    }
+    return rgb;
+}
+
+void write_png(const std::string& path, int64_t rows, int64_t cols, int bands, int bits, const void* data) {
+    if (bits != 8 && bits != 16) throw std::invalid_argument("write_png: bits must be 8 or 16");
+    if (rows < 1 || cols < 1 || rows > 1000000 || cols > 1000000)
+        throw InputError(path, "cannot write a PNG of " + std::to_string(cols) + "x" + std::to_string(rows) +
+                                   " pixels (cols x rows)");
+    check_output_directory(path);
+    register_gdal_once();
+    StagedFile staged(path);  // unique, exclusive; renamed by finish() or the run's OutputSet
+    const std::string tmp = staged.tmp();
+    QuietGdal quiet;
+    auto fail = [&](const std::string& problem) {
+        std::string msg = problem;
+        if (!quiet.message().empty()) msg += " (" + quiet.message() + ")";
+        throw InputError(path, msg);
+    };
+    GDALDriver* mem = GetGDALDriverManager()->GetDriverByName("MEM");
+    GDALDriver* png = GetGDALDriverManager()->GetDriverByName("PNG");
+    if (mem == nullptr || png == nullptr) fail("GDAL has no MEM or PNG driver");
+    const GDALDataType type = bits == 8 ? GDT_Byte : GDT_UInt16;
+    const int bytes = bits / 8;
+    GDALDatasetUniquePtr ds(
+        mem->Create("", static_cast<int>(cols), static_cast<int>(rows), bands, type, nullptr));
+    if (!ds) fail("cannot create an in-memory raster");
+    const GSpacing px = static_cast<GSpacing>(bands) * bytes;
+    if (ds->RasterIO(GF_Write, 0, 0, static_cast<int>(cols), static_cast<int>(rows), const_cast<void*>(data),
+                     static_cast<int>(cols), static_cast<int>(rows), type, bands, nullptr, px, px * cols, bytes,
+                     nullptr) != CE_None)
+        fail("cannot fill the in-memory raster");
+    {
+        CPLStringList opts;
+        opts.SetNameValue("ZLEVEL", "3");  // quicklooks: speed over the last few percent of size
+        GDALDatasetUniquePtr out(png->CreateCopy(tmp.c_str(), ds.get(), FALSE, opts.List(), nullptr, nullptr));
+        if (!out) fail("cannot write " + tmp);
+    }
+    std::remove((tmp + ".aux.xml").c_str());
+    staged.finish();
+}
+
+void write_quicklook_cells(const std::string& png, const QuicklookGrid& g, const std::vector<QuicklookCell>& cells,
+                           bool with_labels) {
+    const std::vector<uint8_t> rgb = render_quicklook(g, cells, with_labels);
+    write_png(png, g.panel_rows, g.width(with_labels), 3, 8, rgb.data());
+}
+
+void write_quicklook_cells(const std::string& png, const QuicklookGrid& g,
+                           const std::vector<std::vector<QuicklookCell>>& per_rank, bool with_labels) {
+    std::vector<QuicklookCell> all;
+    for (const auto& v : per_rank) all.insert(all.end(), v.begin(), v.end());
+    write_quicklook_cells(png, g, all, with_labels);
+}
+
+void write_quicklook(const std::string& png, const float* u, const uint32_t* labels, int64_t rows, int64_t cols,
+                     int64_t stride, int max_side) {
+    const QuicklookGrid g = quicklook_grid(rows, cols, max_side);
+    write_quicklook_cells(png, g, quicklook_cells(u, labels, Window{0, 0, rows, cols}, stride, g), labels != nullptr);
+}
+
+}  // namespace tessera

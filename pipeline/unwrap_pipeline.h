@@ -1,0 +1,62 @@
+// The unwrap driver: read, residues, matching, cuts, union-find, offset solve,
+// apply, write (ARCHITECTURE.md sections 2-4 and 7).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <mpi.h>
+
+#include "pipeline/unwrap_region.h"
+
+namespace tessera {
+
+struct UnwrapOptions {
+    std::string input, output;
+    std::string coherence, mask, geotiff;  // empty = none
+    std::string quicklook;                 // PNG; empty = none
+    int band = 1;
+    int64_t tile_size = 512;
+    int64_t max_pair_distance = 16;  // --cut-radius
+    std::optional<std::pair<int64_t, int64_t>> reference;
+    int64_t min_component_size = 100;
+    double min_coherence = 0.0;
+    int compress_phase = 0;
+    std::string rank_grid;  // "PxQ", empty = automatic
+    Backend backend = Backend::kCpu;
+    int device = -1;          // CUDA device; -1 = the node-local rank's
+    bool share_gpus = false;  // allow more ranks than GPUs on a node  // deflate level of /unwrapped_phase (0 = chunked, uncompressed)
+    bool save_cycles = false, save_residues = false, save_cuts = false;
+    bool quiet = false;
+    bool overwrite = false;  // replace existing regular output files (--overwrite)
+};
+
+struct StageTime {
+    std::string stage;
+    double seconds;
+};
+
+struct UnwrapReport {
+    int64_t rows = 0, cols = 0, valid = 0;
+    int64_t residues = 0, lake_joins = 0, shared = 0;
+    int64_t pairs = 0, ground_cuts = 0;
+    int64_t components = 0, labelled = 0, largest = 0;
+    int64_t conflicts = 0;  // must be 0 (section 3)
+    int64_t tiles = 0;
+    int64_t ranks = 1, rank_rows = 1, rank_cols = 1;
+    int64_t bytes_sent_max = 0, bytes_sent_total = 0;  // to other ranks
+    std::vector<StageTime> times;
+    double total_seconds = 0;
+};
+
+// Throws InputError for bad input; leaves no output file behind on failure. Outputs (HDF5,
+// GeoTIFF, quicklook) are written to unique temporaries and renamed together only when the
+// whole run succeeded (io/output_set.h); an output that is an input, two outputs that are one
+// file, an output that is not a regular file, or an existing one without `overwrite` are
+// refused before any work.
+// Collective over `comm`: every rank reads its window (plus halo), and writes its part.
+UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm comm);
+
+}  // namespace tessera

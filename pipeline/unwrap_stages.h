@@ -1,0 +1,75 @@
+// The unwrapper's stages on a backend's Region, in order (ARCHITECTURE.md sections 2-5):
+// residues, matching, rasterisation, union-find, offset solve, apply. The caller makes the
+// Region (its data already uploaded) and calls finish() after any later device stage, so a
+// frame pipeline can chain stages on the device (pipeline/frame_lanes.cpp).
+#pragma once
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "kernels/label_width.h"
+#include "kernels/region.h"
+#include "partition/comm.h"
+#include "partition/global_solve.h"
+#include "partition/lake_exchange.h"
+#include "partition/matching.h"
+#include "partition/rank_grid.h"
+#include "pipeline/unwrap_region.h"
+
+namespace tessera {
+
+// Residues, cut clusters and rasterisation (sections 2-3). The lakes come from the host flags,
+// which every backend's region was filled from; the cluster rule runs on the host, once for
+// both backends (kernels/cut_clusters.h).
+template <class Region>
+MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, int64_t radius,
+                              std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
+    std::vector<Residue> res = region.find_residues();
+    stage("residues");
+    MatchStats ms;
+    std::vector<Cut> cuts;
+    {
+        const GlobalLakes lakes(region.host_arrays(), grid, comm);
+        const LakeView view{[&](int64_t r, int64_t c) { return lakes.at(r, c); },
+                            [&](int64_t r, int64_t c) { return lakes.reaches_out(r, c); }};
+        cuts = match_residues(res, view, grid, radius, comm, ms);
+    }
+    stage("matching");
+    region.place_cuts(cuts);
+    stage("rasterise");
+    if (residues_out) *residues_out = std::move(res);
+    return ms;
+}
+
+// Region: cpu::Region or cuda::Region. `stage(name)` is called after each stage.
+template <class Region>
+RegionStats run_unwrap_stages(Region& region, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
+                              std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
+    RegionStats st;
+    st.tiles = grid.tiles.count();
+    const MatchStats ms = find_match_and_cut(region, grid, comm, p.max_pair_distance, residues_out, stage);
+    st.residues = ms.residues;
+    st.pairs = ms.pairs;
+    st.ground_cuts = ms.ground_cuts;
+    st.lake_joins = ms.lake_joins;
+    st.shared = ms.shared;
+
+    const RegionComponents comps = region.union_find();
+    stage("union_find");
+
+    const GlobalSolution g = solve_global(comps, grid, comm, p.min_component_size, p.reference,
+                                          [&](const Window& w) { return region.strip(w); });
+    st.conflicts = comm.sum(comps.conflicts) + g.conflicts;
+    st.components = g.components;
+    st.labelled = g.labelled;
+    st.largest = g.largest;
+    stage("offset_solve");
+
+    st.label_bytes = p.narrow_labels ? label_bytes_for(static_cast<uint64_t>(g.labelled)) : 4;  // alike on every rank
+    region.apply(ComponentAssignment{comps.records, g.offset, g.label, st.label_bytes});
+    stage("apply");
+    st.bytes_sent = comm.bytes_sent();
+    return st;
+}
+
+}  // namespace tessera
