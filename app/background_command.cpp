@@ -149,38 +149,6 @@ void select_backend_device(Backend b, Comm& comm) {
     if (b == Backend::kCuda) select_rank_device(comm, -1, /*share=*/true);
 }
 
-void run_guarded(const std::function<void()>& body) {
-    std::string msg;
-    int code = 0;
-    bool everywhere = false;
-    try {
-        body();
-        return;
-    } catch (const InputError& e) {
-        msg = e.what();
-        code = 2;
-        everywhere = e.is_everywhere();
-    } catch (const std::exception& e) {
-        msg = e.what();
-        code = 3;
-    }
-    int size = 1, rank = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (everywhere) {
-        if (rank == 0) std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
-    } else if (size > 1) {
-        std::fprintf(stderr, "tessera: error (rank %d): %s\n", rank, msg.c_str());
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, code);  // one failing rank ends the job (section 7)
-    } else {
-        std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
-    }
-    std::fflush(nullptr);
-    MPI_Finalize();
-    std::exit(code);
-}
-
 // --- the command ------------------------------------------------------------------
 
 namespace {
@@ -349,7 +317,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     return rep;
 }
 
-void add_background_command(CLI::App& app) {
+CLI::App* add_background_command(CLI::App& app, std::function<void()>& run) {
     auto opt = std::make_shared<BackgroundOptions>();
     auto* sub = app.add_subcommand("background", "fit a 2-D polynomial surface by least squares and subtract it");
     sub->add_option("IN", opt->input,
@@ -371,8 +339,8 @@ void add_background_command(CLI::App& app) {
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     sub->add_flag("-q,--quiet", opt->quiet, "no summary");
     sub->add_flag("--overwrite", opt->overwrite, "replace output files that exist (regular files only; without it an existing output is an error)");
-    sub->callback([opt, backend] {
-        run_guarded([&] {
+    sub->callback([&run, opt, backend] {
+        run = [opt, backend] {
             opt->backend = parse_backend(*backend);
             const BackgroundReport rep = run_background(*opt, MPI_COMM_WORLD);
             int rank = 0;
@@ -395,8 +363,9 @@ void add_background_command(CLI::App& app) {
             std::printf("\n  residual RMS %.6g over the fitted pixels\n", rep.residual_rms);
             std::printf("  %.3f s (read %.3f, fit %.3f, subtract %.3f, write %.3f)\n", rep.seconds, rep.read_seconds,
                         rep.fit_seconds, rep.subtract_seconds, rep.write_seconds);
-        });
+        };
     });
+    return sub;
 }
 
 }  // namespace tessera

@@ -51,8 +51,9 @@ struct BackgroundReport {
 // impossible fit; leaves no output file behind on failure.
 BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm comm);
 
-// Registers `background` on app; its callback runs the command under run_guarded.
-void add_background_command(CLI::App& app);
+// Registers `background` on app; once it is parsed, `run` runs the command (it throws on failure:
+// app/error_report.h reports). Returns the subcommand.
+CLI::App* add_background_command(CLI::App& app, std::function<void()>& run);
 
 // --- shared by the subcommands ---------------------------------------------------
 
@@ -64,11 +65,6 @@ std::string resolve_raster_input(const std::string& in, const std::string& datas
 // (geotransform, has_geotransform, projection).
 GeoRef input_georef(const std::string& in, const RasterInfo& info);
 
-// Runs a subcommand with ARCHITECTURE.md section 7's protocol: on an error, one line
-// "tessera: error: ..." (rank 0 for agreed errors, else the failing rank, then
-// MPI_Abort), MPI_Finalize and exit (2 for InputError, 3 otherwise). Returns normally
-// on success.
-void run_guarded(const std::function<void()>& body);
 
 
 // --backend NAME: "cpu", "cuda" or "auto" (CUDA when tessera was built with it and a GPU is

@@ -308,7 +308,7 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
     return rep;
 }
 
-void add_clahe_command(CLI::App& app) {
+CLI::App* add_clahe_command(CLI::App& app, std::function<void()>& run) {
     auto opt = std::make_shared<ClaheOptions>();
     auto tiles = std::make_shared<std::string>("8x8");
     auto range = std::make_shared<std::vector<double>>();
@@ -342,8 +342,8 @@ void add_clahe_command(CLI::App& app) {
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     sub->add_flag("-q,--quiet", opt->quiet, "no summary");
     sub->add_flag("--overwrite", opt->overwrite, "replace output files that exist (regular files only; without it an existing output is an error)");
-    sub->callback([opt, tiles, range, backend] {
-        run_guarded([&] {
+    sub->callback([&run, opt, tiles, range, backend] {
+        run = [opt, tiles, range, backend] {
             opt->backend = parse_backend(*backend);
             const auto x = tiles->find('x');
             try {
@@ -374,8 +374,9 @@ void add_clahe_command(CLI::App& app) {
                         rep.params.tile_cols, rep.params.clip_limit, rep.params.nbins, rep.params.out_bits);
             std::printf("  %.3f s (read %.3f, clahe %.3f, write %.3f)\n", rep.seconds, rep.read_seconds,
                         rep.clahe_seconds, rep.write_seconds);
-        });
+        };
     });
+    return sub;
 }
 
 }  // namespace tessera

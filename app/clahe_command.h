@@ -43,7 +43,8 @@ struct ClaheReport {
 // parameters; leaves no output file behind on failure.
 ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm comm);
 
-// Registers `clahe` on app; its callback runs the command under run_guarded.
-void add_clahe_command(CLI::App& app);
+// Registers `clahe` on app; once it is parsed, `run` runs the command (it throws on failure:
+// app/error_report.h reports). Returns the subcommand.
+CLI::App* add_clahe_command(CLI::App& app, std::function<void()>& run);
 
 }  // namespace tessera

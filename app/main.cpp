@@ -19,36 +19,16 @@
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "io/output_set.h"
+#include "kernels/invariant.h"
 #include "app/background_command.h"
 #include "app/batch.h"
 #include "app/clahe_command.h"
+#include "app/error_report.h"
 #include "app/hologram_command.h"
 #include "app/synth.h"
 #include "pipeline/unwrap_pipeline.h"
 
 namespace {
-
-// Section 7: one line and a non-zero exit on every rank. An error every rank met alike
-// (agreed on) is printed by rank 0 and every rank exits; any other ends the job.
-int fail(const std::string& msg, int code, bool everywhere = false) {
-    int size = 1, rank = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (everywhere) {
-        if (rank == 0) std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
-        MPI_Finalize();
-        return code;
-    }
-    if (size > 1)
-        std::fprintf(stderr, "tessera: error (rank %d): %s\n", rank, msg.c_str());
-    else
-        std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
-    // MPI_Abort ends every rank (SIGTERM: their handlers remove their temporaries); this one's first.
-    tessera::remove_registered_temporaries();
-    if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);  // one failing rank ends the job (section 7)
-    MPI_Finalize();
-    return code;
-}
 
 // "ROWSxCOLS", both whole numbers in 2..1000000; InputError saying what is wrong otherwise.
 std::pair<int64_t, int64_t> parse_size(const std::string& s) {
@@ -210,8 +190,9 @@ int main(int argc, char** argv) {
     unwrap->add_flag("--share-gpus", uo.share_gpus, "allow more ranks than GPUs on a node");
 
     auto* hologram = tessera::add_hologram_command(app);
-    tessera::add_background_command(app);  // runs from its own callback
-    tessera::add_clahe_command(app);
+    std::function<void()> run_background, run_clahe;  // set by their subcommand's parse
+    auto* background = tessera::add_background_command(app, run_background);
+    auto* clahe = tessera::add_clahe_command(app, run_clahe);
 
     std::string synth_case = "topo", synth_size = "1024x1024", synth_dir;
     uint64_t synth_seed = 1;
@@ -236,7 +217,8 @@ int main(int argc, char** argv) {
         return rc;
     }
 
-    try {
+    // Every command ends through one error path (app/error_report.h, section 7).
+    return tessera::run_reporting_errors([&]() -> int {
         if (*unwrap) {
             if (!reference.empty()) uo.reference = std::pair<int64_t, int64_t>{reference[0], reference[1]};
             if (backend_name == "cuda" || (backend_name == "auto" && tessera::cuda_backend_available()))
@@ -245,13 +227,9 @@ int main(int argc, char** argv) {
             const std::vector<std::string> inputs = tessera::expand_inputs(ub.input_items());
             if (tessera::unwrap_is_batch(ub, inputs, uo.output)) {
                 // Many frames: spread over the ranks (holograms: and over each rank's lanes), each frame
-                // unwrapped by one rank.
+                // unwrapped by one rank. The count is global: every rank finds it alike.
                 const int conflicts = tessera::run_unwrap_batch(inputs, uo, uo.output, ub.frame_options());
-                if (conflicts != 0)
-                    return fail("internal error: " + std::to_string(conflicts) +
-                                    " union-find conflicts (please report this input)",
-                                3, true);
-                MPI_Finalize();
+                TESSERA_INVARIANT_EVERYWHERE(conflicts == 0, std::to_string(conflicts) + " union-find conflicts");
                 return 0;
             }
             uo.input = inputs[0];
@@ -264,10 +242,13 @@ int main(int argc, char** argv) {
                              "tessera: warning: %s: no pixel was labelled (every component is smaller than "
                              "--min-component-size %lld, or below --min-coherence, or invalid)\n",
                              uo.input.c_str(), static_cast<long long>(uo.min_component_size));
-            if (rep.conflicts != 0) return fail("internal error: " + std::to_string(rep.conflicts) +
-                                                    " union-find conflicts (please report this input)", 3);
+            TESSERA_INVARIANT_EVERYWHERE(rep.conflicts == 0, std::to_string(rep.conflicts) + " union-find conflicts");
         } else if (*hologram) {
             tessera::run_hologram_command();
+        } else if (*background) {
+            run_background();
+        } else if (*clahe) {
+            run_clahe();
         } else if (*synth) {
             const auto [rows, cols] = parse_size(synth_size);
             std::vector<std::string> cases =
@@ -287,15 +268,8 @@ int main(int argc, char** argv) {
             outputs.commit();
             for (const std::string& w : wrapped) std::printf("%s\n", w.c_str());
         } else if (*info) {
-            const int bad = run_info(info_paths);
-            MPI_Finalize();
-            return bad ? 2 : 0;
+            return run_info(info_paths) ? 2 : 0;
         }
-    } catch (const tessera::InputError& e) {
-        return fail(e.what(), 2, e.is_everywhere());
-    } catch (const std::exception& e) {
-        return fail(e.what(), 3);
-    }
-    MPI_Finalize();
-    return 0;
+        return 0;
+    });
 }

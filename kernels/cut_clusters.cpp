@@ -6,6 +6,7 @@
 // still outside) in its cluster's pairing heap; heaps meld when clusters join. The clusters'
 // searches within a round read only the round's partition, so they run on threads.
 #include "kernels/cut_clusters.h"
+#include "kernels/invariant.h"
 
 #include "kernels/lap.h"
 #include "kernels/plaquette_bitmap.h"
@@ -238,7 +239,7 @@ private:
         int32_t& top = heap_[static_cast<size_t>(x)];
         for (;;) {
             const int32_t m = top;
-            if (m < 0) throw std::logic_error("cut_clusters: an open cluster has no edge leaving it");
+            TESSERA_INVARIANT(m >= 0, "cut_clusters: an open cluster has no edge leaving it");
             const Node& nd = node_[static_cast<size_t>(m)];
             if (nd.target >= 0 && root(nd.target) != x) return Pick{nd.key, m, root(nd.target)};
             top = pop_min(m, scratch);

@@ -1,4 +1,5 @@
 #include "partition/global_solve.h"
+#include "kernels/invariant.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -159,8 +160,7 @@ GlobalSolution solve_global(const RegionComponents& comps, const RankGrid& grid,
             const PixelState p = strip({reference->first, reference->second, 1, 1}).at(0);
             const size_t ri = record_of(recs, p.root);
             // The driver rejects unreliable reference pixels; a pixel without a record is a bug.
-            if (ri >= recs.size() || recs[ri].root != p.root)
-                throw std::logic_error("reference pixel belongs to no component");
+            TESSERA_INVARIANT(ri < recs.size() && recs[ri].root == p.root, "reference pixel belongs to no component");
             ref = {groot[ri], p.k + g.offset[ri]};
         }
         comm.bcast(ref, owner);

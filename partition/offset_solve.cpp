@@ -1,4 +1,5 @@
 #include "partition/offset_solve.h"
+#include "kernels/invariant.h"
 
 #include <algorithm>
 #include <numeric>
@@ -16,7 +17,7 @@ OffsetSolution solve_offsets(std::span<const ComponentRecord> records, std::span
     auto index_of = [&](int64_t root) {
         auto it = std::lower_bound(records.begin(), records.end(), root,
                                    [](const ComponentRecord& r, int64_t v) { return r.root < v; });
-        if (it == records.end() || it->root != root) throw std::logic_error("offset solve: constraint on unknown component");
+        TESSERA_INVARIANT(it != records.end() && it->root == root, "offset solve: constraint on unknown component");
         return static_cast<uint32_t>(it - records.begin());
     };
     // Record order is root order, so "smaller index is the root" holds in compact indices too.

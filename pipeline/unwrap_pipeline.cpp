@@ -19,6 +19,7 @@
 #include <numbers>
 
 #include "partition/error_agreement.h"
+#include "kernels/invariant.h"
 #include "io/geotiff_writer.h"
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
@@ -40,19 +41,25 @@ namespace tessera {
 namespace {
 
 // Tests end a job from one rank: TESSERA_INJECT_ERROR="RANK:STAGE" (section 7, MPI tests);
-// "RANK:STAGE:sleep" makes that rank wait there for 60 s instead (signal tests).
+// "RANK:STAGE:sleep" makes that rank wait there for 60 s instead (signal tests);
+// "RANK:STAGE:invariant" breaks an internal invariant there (the error path's tests).
 void inject_error_for_tests(int rank, const char* stage) {
     static const char* spec = std::getenv("TESSERA_INJECT_ERROR");
     if (!spec) return;
     std::string s(spec);
-    bool sleep = false;
-    if (s.size() > 6 && s.compare(s.size() - 6, 6, ":sleep") == 0) sleep = true, s.resize(s.size() - 6);
+    auto suffix = [&](const std::string& x) {
+        const bool has = s.size() > x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+        if (has) s.resize(s.size() - x.size());
+        return has;
+    };
+    const bool sleep = suffix(":sleep"), invariant = suffix(":invariant");
     const auto colon = s.find(':');
     if (colon == std::string::npos || std::to_string(rank) != s.substr(0, colon) || s.substr(colon + 1) != stage) return;
     if (sleep) {
         for (int i = 0; i < 600; ++i) usleep(100000);
         return;
     }
+    TESSERA_INVARIANT(!invariant, std::string("injected broken invariant at stage ") + stage);
     throw std::runtime_error("injected error on rank " + std::to_string(rank) + " at stage " + stage);
 }
 

@@ -1,6 +1,7 @@
 // cuda::HologramPlan: cuFFT plans, device buffers and the order of the stages on the plan's
 // stream (host side, g++); the kernels are in hologram.cu. See kernels/cuda/hologram.h.
 #include "kernels/cuda/hologram.h"
+#include "kernels/invariant.h"
 
 #include <cufft.h>
 
@@ -196,7 +197,7 @@ struct HologramPlan::Impl {
                                             " leaves no frequency to search for the carrier");
             dc2 = dc * dc;
         }
-        if (divide && !ref) throw std::logic_error("cuda::HologramPlan: division without a reference field");
+        TESSERA_INVARIANT(!divide || ref, "cuda::HologramPlan: division without a reference field");
         DeviceScope scope(device);
         if (want_amp && !amp) amp = device_alloc<float>(static_cast<size_t>(n), "cudaMalloc hologram amplitude");
         const float scale = 1.0f / static_cast<float>(H * W);  // as the CPU: cuFFT is unnormalised too
@@ -218,7 +219,7 @@ struct HologramPlan::Impl {
     }
 
     HologramFrameInfo info() {
-        if (!enqueued) throw std::logic_error("cuda::HologramPlan: frame_info() before any frame");
+        TESSERA_INVARIANT(enqueued, "cuda::HologramPlan: frame_info() before any frame");
         DeviceScope scope(device);
         check(cudaStreamSynchronize(s), "hologram (sync)");
         const DeviceCarrier c = *h_car;
@@ -273,8 +274,7 @@ void HologramPlan::enqueue(const HologramParams& p, bool divide_by_reference, bo
 
 void HologramPlan::download(float* phase, float* amplitude, std::complex<float>* field) {
     Impl& m = *impl_;
-    if (amplitude && !m.last_amp)
-        throw std::logic_error("cuda::HologramPlan: download of an amplitude the last frame did not compute");
+    TESSERA_INVARIANT(!amplitude || m.last_amp, "cuda::HologramPlan: download of an amplitude the last frame did not compute");
     DeviceScope scope(m.device);
     const auto n = static_cast<size_t>(m.n);
     if (phase)
@@ -288,7 +288,7 @@ void HologramPlan::download(float* phase, float* amplitude, std::complex<float>*
 
 void HologramPlan::keep_field_as_reference() {
     Impl& m = *impl_;
-    if (!m.enqueued) throw std::logic_error("cuda::HologramPlan: keep_field_as_reference() before any frame");
+    TESSERA_INVARIANT(m.enqueued, "cuda::HologramPlan: keep_field_as_reference() before any frame");
     DeviceScope scope(m.device);
     if (!m.ref) m.ref = device_alloc<float2>(static_cast<size_t>(m.n), "cudaMalloc hologram reference");
     check(cudaMemcpyAsync(m.ref, m.field, static_cast<size_t>(m.n) * sizeof(float2), cudaMemcpyDeviceToDevice, m.s),

@@ -49,6 +49,7 @@
 #include <climits>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/invariant.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/kernels.h"
 
@@ -715,7 +716,7 @@ void select_counted_roots(const Window& own, const uint64_t* nodes, int64_t n, v
     if (e != cudaSuccess || num != n) {
         (void)cudaFreeAsync(buf, s);
         check(e, "component_records (select)");
-        throw std::logic_error("component_records: root count and selection disagree");
+        TESSERA_INVARIANT(false, "component_records: root count and selection disagree");
     }
     *mem = buf;
     *recs = d_out;

@@ -398,10 +398,13 @@ TEST(BackgroundCommand, CliSubcommandRuns) {
     const Image im = make_image(50, 40, {2.0, 1.0, -1.0}, 0.0, 1);
     write_geotiff_f32(dir / "in.tif", im.H, im.W, im.z.data(), GeoRef{}, std::nullopt);
     CLI::App app;
-    add_background_command(app);
+    std::function<void()> run;
+    add_background_command(app, run);
     const std::string in = dir / "in.tif", out = dir / "out.h5";
     const char* argv[] = {"tessera", "background", in.c_str(), out.c_str(), "--degree", "1", "-q"};
     app.parse(7, argv);
+    ASSERT_TRUE(run);
+    run();
     EXPECT_TRUE(std::filesystem::exists(out));
     RasterReader r("HDF5:\"" + out + "\"://unwrapped_phase", 1);
     std::vector<float> v(static_cast<size_t>(im.H * im.W));

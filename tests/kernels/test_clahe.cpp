@@ -474,11 +474,14 @@ TEST(ClaheCommand, PngAndTiffEqualTheKernel) {
         }
     // Through the CLI subcommand: tiles, bits, bins, range.
     CLI::App app;
-    add_clahe_command(app);
+    std::function<void()> run;
+    add_clahe_command(app, run);
     const std::string in = dir / "amp.tif", out = dir / "cli.png";
     const char* argv[] = {"tessera", "clahe", in.c_str(), out.c_str(), "--tiles", "5x2", "--bits", "16",
                           "--bins", "1000", "--range", "0", "20", "--clip-limit", "3", "-q"};
     app.parse(16, argv);
+    ASSERT_TRUE(run);
+    run();
     ClaheParams p;
     p.tile_rows = 5;
     p.tile_cols = 2;
