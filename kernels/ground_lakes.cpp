@@ -16,16 +16,15 @@ inline bool any_unreliable8(const uint8_t* p) {
 
 }  // namespace
 
-LakeRuns::LakeRuns(const RegionArrays& a, const Window& win) : win_(win), W_(a.W) {
-    const int64_t R = win.rows;
-    std::vector<std::vector<int32_t>> per_row(static_cast<size_t>(R));  // c0, c1 pairs
+void RowRuns::append_rows(const uint8_t* flags, int64_t stride, int64_t n, int64_t col0, int64_t width) {
+    std::vector<std::vector<int32_t>> per_row(static_cast<size_t>(n));  // c0, c1 pairs
 #pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t i = 0; i < R; ++i) {
-        const uint8_t* f = a.flags + a.index(win.row0 + i, win.col0);
+    for (int64_t i = 0; i < n; ++i) {
+        const uint8_t* f = flags + i * stride;
         auto& out = per_row[static_cast<size_t>(i)];
         int64_t j = 0;
-        while (j < win.cols) {
-            if (j + 8 <= win.cols && !any_unreliable8(f + j)) {
+        while (j < width) {
+            if (j + 8 <= width && !any_unreliable8(f + j)) {
                 j += 8;
                 continue;
             }
@@ -34,25 +33,44 @@ LakeRuns::LakeRuns(const RegionArrays& a, const Window& win) : win_(win), W_(a.W
                 continue;
             }
             const int64_t s = j;
-            while (j < win.cols && (f[j] & kUnreliable)) ++j;
-            out.push_back(static_cast<int32_t>(win.col0 + s));
-            out.push_back(static_cast<int32_t>(win.col0 + j));
+            while (j < width && (f[j] & kUnreliable)) ++j;
+            out.push_back(static_cast<int32_t>(col0 + s));
+            out.push_back(static_cast<int32_t>(col0 + j));
         }
     }
-    row_start_.assign(static_cast<size_t>(R) + 1, 0);
-    for (int64_t i = 0; i < R; ++i)
-        row_start_[static_cast<size_t>(i) + 1] = row_start_[static_cast<size_t>(i)] +
-                                                 static_cast<int64_t>(per_row[static_cast<size_t>(i)].size() / 2);
+    for (const auto& v : per_row) {
+        cols.insert(cols.end(), v.begin(), v.end());
+        row_start.push_back(row_start.back() + static_cast<int64_t>(v.size() / 2));
+    }
+}
+
+LakeRuns::LakeRuns(const RegionArrays& a, const Window& win) : win_(win), W_(a.W) {
+    RowRuns runs;
+    runs.append_rows(a.flags + a.index(win.row0, win.col0), a.buf.cols, win.rows, win.col0, win.cols);
+    row_start_ = std::move(runs.row_start);
     const size_t n = static_cast<size_t>(row_start_.back());
-    c0_.resize(n), c1_.resize(n), row_.resize(n), parent_.resize(n);
-    for (int64_t i = 0; i < R; ++i) {
-        const auto& v = per_row[static_cast<size_t>(i)];
-        for (size_t k = 0; k < v.size() / 2; ++k) {
-            const size_t run = static_cast<size_t>(row_start_[static_cast<size_t>(i)]) + k;
-            c0_[run] = v[2 * k], c1_[run] = v[2 * k + 1], row_[run] = win.row0 + i;
-        }
-    }
-    per_row = {};
+    c0_.resize(n), c1_.resize(n);
+    for (size_t k = 0; k < n; ++k) c0_[k] = runs.cols[2 * k], c1_[k] = runs.cols[2 * k + 1];
+    label(a.H);
+}
+
+LakeRuns::LakeRuns(RowRuns runs, const Window& win, int64_t H, int64_t W) : win_(win), W_(W) {
+    row_start_ = std::move(runs.row_start);
+    const size_t n = static_cast<size_t>(row_start_.back());
+    c0_.resize(n), c1_.resize(n);
+    for (size_t k = 0; k < n; ++k) c0_[k] = runs.cols[2 * k], c1_[k] = runs.cols[2 * k + 1];
+    label(H);
+}
+
+// The pieces: runs of consecutive rows that share a column are one; the smaller run is the root.
+void LakeRuns::label(int64_t H) {
+    const Window& win = win_;
+    const int64_t R = win.rows, W = W_;
+    const size_t n = c0_.size();
+    row_.resize(n), parent_.resize(n);
+    for (int64_t i = 0; i < R; ++i)
+        for (int64_t run = row_start_[static_cast<size_t>(i)]; run < row_start_[static_cast<size_t>(i) + 1]; ++run)
+            row_[static_cast<size_t>(run)] = win.row0 + i;
     for (size_t i = 0; i < n; ++i) parent_[i] = static_cast<int64_t>(i);
     auto find = [&](int64_t x) {
         while (parent_[static_cast<size_t>(x)] != x) {
@@ -61,7 +79,6 @@ LakeRuns::LakeRuns(const RegionArrays& a, const Window& win) : win_(win), W_(a.W
         }
         return x;
     };
-    // Runs of consecutive rows that share a column are one piece; the smaller run is the root.
     for (int64_t i = 1; i < R; ++i) {
         int64_t p = row_start_[static_cast<size_t>(i) - 1], pe = row_start_[static_cast<size_t>(i)];
         int64_t q = pe, qe = row_start_[static_cast<size_t>(i) + 1];
@@ -80,7 +97,7 @@ LakeRuns::LakeRuns(const RegionArrays& a, const Window& win) : win_(win), W_(a.W
     piece_.assign(n, 0);
     on_image_.assign(n, 0);
     on_window_.assign(n, 0);
-    const int64_t H = a.H, W = a.W, r1 = win.row0 + win.rows, col1 = win.col0 + win.cols;
+    const int64_t r1 = win.row0 + win.rows, col1 = win.col0 + win.cols;
     for (size_t i = 0; i < n; ++i) {
         const int64_t rt = find(static_cast<int64_t>(i));
         parent_[i] = rt;  // flat from here on: root() is one load

@@ -16,10 +16,22 @@ inline constexpr int64_t kNoLake = -1;
 // Every lake that touches the image border is the outer ground: one node, always balanced.
 inline constexpr int64_t kGroundedLake = -2;
 
+// The unreliable runs of a window's rows: row i's runs are [c0, c1) pairs (global columns)
+// cols[2 * k], cols[2 * k + 1] for k in [row_start[i], row_start[i + 1]).
+struct RowRuns {
+    std::vector<int64_t> row_start{0};
+    std::vector<int32_t> cols;
+    // Appends the runs of `n` rows of flags (row stride `stride`, first column col0, `cols` wide).
+    void append_rows(const uint8_t* flags, int64_t stride, int64_t n, int64_t col0, int64_t cols);
+    int64_t rows() const { return static_cast<int64_t>(row_start.size()) - 1; }
+};
+
 class LakeRuns {
 public:
     // Labels the unreliable pixels of `win` (inside a's buffer). OpenMP over rows.
     LakeRuns(const RegionArrays& a, const Window& win);
+    // The same from the window's runs, gathered row by row (a region read in chunks); H x W: the image.
+    LakeRuns(RowRuns runs, const Window& win, int64_t H, int64_t W);
 
     const Window& window() const { return win_; }
     // Run holding pixel (r, c) of the window, or -1.
@@ -36,6 +48,7 @@ public:
     bool piece_on_window_border(int64_t run) const { return on_window_[static_cast<size_t>(root(run))] != 0; }
 
 private:
+    void label(int64_t H);
     int64_t root(int64_t run) const;
     Window win_;
     int64_t W_ = 0;

@@ -14,11 +14,24 @@ struct Link {  // piece `piece` of one rank touches pixel `pixel` of another's f
 
 }  // namespace
 
+LakeHalo LakeHalo::of(const RegionArrays& a, const Window& own) {
+    LakeHalo h;
+    const int64_t r1 = own.row0 + own.rows, c1 = own.col0 + own.cols;
+    if (r1 < a.H)
+        for (int64_t c = own.col0; c <= std::min(c1, a.W - 1); ++c)
+            h.below.push_back((a.flags[a.index(r1, c)] & kUnreliable) != 0);
+    if (c1 < a.W)
+        for (int64_t r = own.row0; r < r1; ++r) h.right.push_back((a.flags[a.index(r, c1)] & kUnreliable) != 0);
+    return h;
+}
+
 GlobalLakes::GlobalLakes(const RegionArrays& a, const RankGrid& grid, Comm& comm)
-    : a_(a), own_(grid.own(comm.rank())), local_(a, own_) {
+    : GlobalLakes(LakeRuns(a, grid.own(comm.rank())), LakeHalo::of(a, grid.own(comm.rank())), grid, comm) {}
+
+GlobalLakes::GlobalLakes(LakeRuns runs, LakeHalo halo, const RankGrid& grid, Comm& comm)
+    : own_(grid.own(comm.rank())), W_(grid.tiles.W), local_(std::move(runs)), halo_(std::move(halo)) {
     if (comm.size() == 1) return;
-    const int64_t H = a.H, W = a.W, r1 = own_.row0 + own_.rows, c1 = own_.col0 + own_.cols;
-    auto unreliable = [&](int64_t r, int64_t c) { return (a.flags[a.index(r, c)] & kUnreliable) != 0; };
+    const int64_t H = grid.tiles.H, W = W_, r1 = own_.row0 + own_.rows, c1 = own_.col0 + own_.cols;
     std::vector<Link> links;
     std::vector<Published> pub;
     for (int64_t run = 0; run < local_.runs(); ++run) {
@@ -88,8 +101,18 @@ int64_t GlobalLakes::resolve(int64_t piece, bool grounded) const {
     return grounded ? kGroundedLake : piece;
 }
 
+bool GlobalLakes::unreliable(int64_t r, int64_t c) const {
+    if (own_.contains(r, c)) return local_.run_at(r, c) >= 0;
+    const int64_t r1 = own_.row0 + own_.rows, c1 = own_.col0 + own_.cols;
+    if (r == r1 && c >= own_.col0 && c - own_.col0 < static_cast<int64_t>(halo_.below.size()))
+        return halo_.below[static_cast<size_t>(c - own_.col0)] != 0;
+    if (c == c1 && r >= own_.row0 && r - own_.row0 < static_cast<int64_t>(halo_.right.size()))
+        return halo_.right[static_cast<size_t>(r - own_.row0)] != 0;
+    return false;
+}
+
 int64_t GlobalLakes::at(int64_t r, int64_t c) const {
-    if (!(a_.flags[a_.index(r, c)] & kUnreliable)) return kNoLake;
+    if (!unreliable(r, c)) return kNoLake;
     if (own_.contains(r, c)) {
         const int64_t run = local_.run_at(r, c);
         return resolve(local_.piece(run), local_.piece_on_image_border(run));
@@ -99,7 +122,7 @@ int64_t GlobalLakes::at(int64_t r, int64_t c) const {
 }
 
 bool GlobalLakes::reaches_out(int64_t r, int64_t c) const {
-    if (!(a_.flags[a_.index(r, c)] & kUnreliable)) return false;
+    if (!unreliable(r, c)) return false;
     if (!own_.contains(r, c)) return true;
     return local_.piece_on_window_border(local_.run_at(r, c));
 }

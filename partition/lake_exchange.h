@@ -13,10 +13,19 @@
 
 namespace tessera {
 
+// Which pixels of a rank's one-pixel halo are unreliable: the row below the own window (its
+// columns and the corner after them) and the column to its right; empty where the image ends.
+struct LakeHalo {
+    std::vector<uint8_t> below, right;
+    static LakeHalo of(const RegionArrays& a, const Window& own);
+};
+
 class GlobalLakes {
 public:
     // Collective over comm. a: the rank's buffer (own window and halo) with its kUnreliable bits.
     GlobalLakes(const RegionArrays& a, const RankGrid& grid, Comm& comm);
+    // The same from the own window's runs and the halo (a region read in chunks).
+    GlobalLakes(LakeRuns runs, LakeHalo halo, const RankGrid& grid, Comm& comm);
 
     // Lake of pixel (r, c) of the buffer: kNoLake, kGroundedLake, or its global id.
     int64_t at(int64_t r, int64_t c) const;
@@ -30,12 +39,14 @@ private:
         int64_t piece;
         int32_t grounded, pad = 0;
     };
+    bool unreliable(int64_t r, int64_t c) const;
     int64_t resolve(int64_t piece, bool grounded) const;
     const Published* published_at(int64_t r, int64_t c) const;
 
-    const RegionArrays& a_;
     Window own_;
+    int64_t W_;
     LakeRuns local_;
+    LakeHalo halo_;
     std::vector<Published> pub_;           // every rank's, sorted by (row, c0)
     std::vector<int64_t> piece_ids_;       // pieces met across ranks, sorted
     std::vector<int64_t> piece_lake_;      // their lake: id or kGroundedLake

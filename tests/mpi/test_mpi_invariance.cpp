@@ -12,7 +12,10 @@
 #include <vector>
 
 #include "io/geotiff_writer.h"
+#include "kernels/cpu/region.h"
 #include "partition/rank_grid.h"
+#include "pipeline/chunked_stages.h"
+#include "pipeline/unwrap_region.h"
 #include "app/synth.h"
 #include "pipeline/unwrap_pipeline.h"
 #include "support/cli.h"
@@ -144,6 +147,63 @@ TEST(Mpi, LakesAcrossRanksStayOneComponent) {
         EXPECT_EQ(rep.labelled, 1) << "grid " << g;
         EXPECT_GT(rep.lake_joins, 0) << "grid " << g;
     }
+}
+
+// Every rank's region in chunks (pipeline/chunked_stages.h), gathered: bit for bit the one-rank
+// run of the whole image in one piece, for every rank grid and chunk height.
+TEST(Mpi, ChunkedRegionsBitIdenticalToOneRankInOnePiece) {
+    const SynthScene s = make_scene("holes", 263, 300, 13);
+    const int64_t H = s.rows, W = s.cols, n = H * W;
+    std::vector<float> phase(static_cast<size_t>(n));
+    std::vector<uint8_t> flags(static_cast<size_t>(n));
+    for (size_t i = 0; i < phase.size(); ++i) {
+        const bool ok = std::isfinite(s.wrapped[i]) && s.coherence[i] > 0.0f;
+        phase[i] = ok ? s.wrapped[i] : 0.0f;
+        flags[i] = ok ? (s.coherence[i] < 0.3f ? kLowCoherence : 0) : kInvalid;
+    }
+    UnwrapParams p;
+    p.min_component_size = 10;
+    std::vector<float> u1 = phase;
+    std::vector<uint32_t> l1(static_cast<size_t>(n));
+    std::vector<int32_t> k1(static_cast<size_t>(n));
+    {
+        std::vector<uint8_t> f = flags;
+        RegionArrays a{H, W, Window{0, 0, H, W}, u1.data(), f.data(), l1.data(), k1.data()};
+        unwrap_image(a, 32, p);
+    }
+    Comm comm(MPI_COMM_WORLD);
+    for (const std::string& spec : grids())
+        for (int64_t tile_rows : {1, 3}) {
+            const RankGrid grid = make_rank_grid(TileGrid(H, W, 32), size(), spec, "scene");
+            std::vector<float> u(static_cast<size_t>(n), 0.0f);
+            std::vector<uint32_t> l(static_cast<size_t>(n), 0);
+            std::vector<int32_t> k(static_cast<size_t>(n), 0);
+            const ChunkFill fill = [&](const RegionArrays& a) {
+                for (int64_t r = a.buf.row0; r < a.buf.row0 + a.buf.rows; ++r)
+                    for (int64_t c = a.buf.col0; c < a.buf.col0 + a.buf.cols; ++c) {
+                        a.phase[a.index(r, c)] = phase[static_cast<size_t>(r * W + c)];
+                        a.flags[a.index(r, c)] = flags[static_cast<size_t>(r * W + c)];
+                    }
+            };
+            const ChunkSink sink = [&](const RegionArrays& a, const Window& own) {
+                for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
+                    for (int64_t c = own.col0; c < own.col0 + own.cols; ++c) {
+                        u[static_cast<size_t>(r * W + c)] = a.phase[a.index(r, c)];
+                        l[static_cast<size_t>(r * W + c)] = static_cast<const uint32_t*>(a.label)[a.index(r, c)];
+                        k[static_cast<size_t>(r * W + c)] = a.cycles[a.index(r, c)];
+                    }
+            };
+            unwrap_chunked<cpu::Region>(grid, comm, p, tile_rows, true, fill, sink);
+            // Each pixel was written by its owner alone: the others hold zeros, so a sum gathers it.
+            MPI_Allreduce(MPI_IN_PLACE, l.data(), static_cast<int>(n), MPI_UINT32_T, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Allreduce(MPI_IN_PLACE, k.data(), static_cast<int>(n), MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+            std::vector<uint32_t> ub(static_cast<size_t>(n));
+            std::memcpy(ub.data(), u.data(), ub.size() * sizeof(float));
+            MPI_Allreduce(MPI_IN_PLACE, ub.data(), static_cast<int>(n), MPI_UINT32_T, MPI_BOR, MPI_COMM_WORLD);
+            std::memcpy(u.data(), ub.data(), ub.size() * sizeof(float));
+            const bool same = std::memcmp(u.data(), u1.data(), u.size() * sizeof(float)) == 0 && l == l1 && k == k1;
+            EXPECT_TRUE(agreed(same)) << "grid '" << spec << "', chunks of " << tile_rows << " tile rows";
+        }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCases, MpiSynth, ::testing::Values("bowl", "topo", "holes", "fringes"));

@@ -1,0 +1,202 @@
+// A rank's region unwrapped in chunks (docs/ARCHITECTURE.md section 5.1, issue 16): row bands
+// of whole tiles of the own window, each filled three times (residues and lake runs; cuts,
+// union-find and border states; apply), so that a rank holds one chunk's arrays plus its
+// residues, cuts and tile component records, never the whole window. A chunk border is a row of
+// tile borders, handled as the region handles the borders between its tiles, so the result is
+// bit for bit unwrap_region's on the whole window, for any chunk height.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "kernels/ground_lakes.h"
+#include "kernels/invariant.h"
+#include "kernels/label_width.h"
+#include "kernels/region.h"
+#include "kernels/residue.h"
+#include "partition/comm.h"
+#include "partition/global_solve.h"
+#include "partition/lake_exchange.h"
+#include "partition/matching.h"
+#include "partition/rank_grid.h"
+#include "pipeline/unwrap_region.h"
+
+namespace tessera {
+
+// Fills a chunk's phase and flags over a.buf (the chunk's own rows plus the one-pixel halo
+// below and to the right where the image continues), as unwrap_region's input is filled.
+using ChunkFill = std::function<void(const RegionArrays& a)>;
+// Takes a chunk's result over `own` (the chunk's rows of the own window): u in a.phase, labels
+// in a.label (as wide as RegionStats::label_bytes), k in a.cycles when it was asked for.
+using ChunkSink = std::function<void(const RegionArrays& a, const Window& own)>;
+
+// The chunks of `own`: bands of `tile_rows` tile rows (the last one shorter).
+inline std::vector<Window> chunk_windows(const Window& own, const TileGrid& tiles, int64_t tile_rows) {
+    std::vector<Window> out;
+    const int64_t step = std::max<int64_t>(tile_rows, 1) * tiles.tile;
+    for (int64_t r = own.row0; r < own.row0 + own.rows; r += step)
+        out.push_back({r, own.col0, std::min(step, own.row0 + own.rows - r), own.cols});
+    return out;
+}
+
+namespace chunked {
+
+// One chunk's host arrays over its buffer window.
+struct ChunkArrays {
+    std::vector<float> phase;
+    std::vector<uint8_t> flags;
+    std::vector<uint32_t> label;
+    std::vector<int32_t> cycles;
+    RegionArrays a;
+
+    ChunkArrays(const TileGrid& tiles, const Window& own, bool with_cycles) {
+        const int64_t r1 = own.row0 + own.rows, c1 = own.col0 + own.cols;
+        const Window buf{own.row0, own.col0, own.rows + (r1 < tiles.H ? 1 : 0), own.cols + (c1 < tiles.W ? 1 : 0)};
+        const size_t n = static_cast<size_t>(buf.size());
+        phase.assign(n, 0.0f), flags.assign(n, 0), label.assign(n, 0);
+        if (with_cycles) cycles.assign(n, 0);
+        a = RegionArrays{tiles.H, tiles.W, buf, phase.data(), flags.data(), label.data(),
+                         with_cycles ? cycles.data() : nullptr};
+    }
+};
+
+// The pixel states solve_global asks for (the own window's outer rows and columns and the
+// reference pixel), kept from the chunks as they pass.
+class BorderStates {
+public:
+    explicit BorderStates(const Window& own) : own_(own) {}
+    void keep(const Window& w, std::vector<PixelState> s) { kept_.push_back({w, std::move(s)}); }
+    std::vector<PixelState> strip(const Window& w) const {
+        std::vector<PixelState> out;
+        out.reserve(static_cast<size_t>(w.size()));
+        for (int64_t r = w.row0; r < w.row0 + w.rows; ++r)
+            for (int64_t c = w.col0; c < w.col0 + w.cols; ++c) out.push_back(at(r, c));
+        return out;
+    }
+
+private:
+    PixelState at(int64_t r, int64_t c) const {
+        for (const auto& [w, s] : kept_)
+            if (w.contains(r, c)) return s[static_cast<size_t>((r - w.row0) * w.cols + (c - w.col0))];
+        TESSERA_INVARIANT(false, "chunked solve: a pixel state that no chunk kept");
+        return {};
+    }
+    Window own_;
+    std::vector<std::pair<Window, std::vector<PixelState>>> kept_;
+};
+
+}  // namespace chunked
+
+// Region: cpu::Region or cuda::Region. `tile_rows`: tile rows per chunk. Collective over comm;
+// `stage(name)` is called after each stage of the last chunk's pass.
+template <class Region>
+RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams& p, int64_t tile_rows,
+                           bool with_cycles, const ChunkFill& fill, const ChunkSink& sink,
+                           const std::function<void(const char*)>& stage = [](const char*) {}) {
+    const Window own = grid.own(comm.rank());
+    const TileGrid& tiles = grid.tiles;
+    const int64_t H = tiles.H, W = tiles.W, r1 = own.row0 + own.rows, c1 = own.col0 + own.cols;
+    const std::vector<Window> chunks = chunk_windows(own, tiles, tile_rows);
+    auto with_chunk = [&](const Window& cw, auto&& body) {
+        chunked::ChunkArrays ca(tiles, cw, with_cycles);
+        fill(ca.a);
+        Region region(ca.a, cw, tiles);
+        body(region, ca.a);
+    };
+    RegionStats st;
+    st.tiles = tiles.count();
+
+    // Pass 1: residues and the lakes' runs (and the halo's unreliable pixels).
+    std::vector<Residue> res;
+    RowRuns runs;
+    LakeHalo halo;
+    for (const Window& cw : chunks)
+        with_chunk(cw, [&](Region& region, const RegionArrays& a) {
+            std::vector<Residue> r = region.find_residues();
+            res.insert(res.end(), r.begin(), r.end());
+            runs.append_rows(a.flags + a.index(cw.row0, own.col0), a.buf.cols, cw.rows, own.col0, own.cols);
+            if (c1 < W)
+                for (int64_t r = cw.row0; r < cw.row0 + cw.rows; ++r)
+                    halo.right.push_back((a.flags[a.index(r, c1)] & kUnreliable) != 0);
+            if (cw.row0 + cw.rows == r1 && r1 < H)
+                for (int64_t c = own.col0; c <= std::min(c1, W - 1); ++c)
+                    halo.below.push_back((a.flags[a.index(r1, c)] & kUnreliable) != 0);
+        });
+    stage("residues");
+    MatchStats ms;
+    std::vector<Cut> cuts;
+    {
+        const GlobalLakes lakes(LakeRuns(std::move(runs), own, H, W), std::move(halo), grid, comm);
+        const LakeView view{[&](int64_t r, int64_t c) { return lakes.at(r, c); },
+                            [&](int64_t r, int64_t c) { return lakes.reaches_out(r, c); }};
+        cuts = match_residues(res, view, grid, p.max_pair_distance, comm, ms);
+    }
+    res = {};
+    st.residues = ms.residues, st.pairs = ms.pairs, st.ground_cuts = ms.ground_cuts;
+    st.lake_joins = ms.lake_joins, st.shared = ms.shared;
+    stage("matching");
+
+    // Pass 2: cuts, each chunk's union-find; the constraints across chunk borders from the
+    // border rows' states, as the region finds those across its tile borders.
+    RegionComponents comps;
+    chunked::BorderStates borders(own);
+    std::vector<PixelState> above;  // the previous chunk's last row
+    for (const Window& cw : chunks)
+        with_chunk(cw, [&](Region& region, const RegionArrays&) {
+            region.place_cuts(cuts);
+            RegionComponents c = region.union_find();
+            comps.records.insert(comps.records.end(), c.records.begin(), c.records.end());
+            comps.constraints.insert(comps.constraints.end(), c.constraints.begin(), c.constraints.end());
+            comps.conflicts += c.conflicts;
+            const Window first{cw.row0, own.col0, 1, own.cols}, last{cw.row0 + cw.rows - 1, own.col0, 1, own.cols};
+            std::vector<PixelState> top = region.strip(first);
+            for (size_t j = 0; j < above.size(); ++j) {
+                const PixelState &pa = above[j], &pb = top[j];
+                if (pa.flags & kBlockDown) continue;
+                // k(b) - k(a) = -n(a->b)  =>  K(root b) - K(root a) = -n - k_b + k_a.
+                comps.constraints.push_back({pa.root, pb.root, -wrap_count(pa.phase, pb.phase) - pb.k + pa.k});
+            }
+            if (cw.row0 == own.row0) borders.keep(first, std::move(top));
+            above = region.strip(last);
+            if (cw.row0 + cw.rows == r1) borders.keep(last, above);
+            borders.keep({cw.row0, own.col0, cw.rows, 1}, region.strip({cw.row0, own.col0, cw.rows, 1}));
+            borders.keep({cw.row0, c1 - 1, cw.rows, 1}, region.strip({cw.row0, c1 - 1, cw.rows, 1}));
+            if (p.reference && cw.contains(p.reference->first, p.reference->second))
+                borders.keep({p.reference->first, p.reference->second, 1, 1},
+                             region.strip({p.reference->first, p.reference->second, 1, 1}));
+        });
+    stage("union_find");
+    const GlobalSolution g = solve_global(comps, grid, comm, p.min_component_size, p.reference,
+                                          [&](const Window& w) { return borders.strip(w); });
+    st.conflicts = comm.sum(comps.conflicts) + g.conflicts;
+    st.components = g.components, st.labelled = g.labelled, st.largest = g.largest;
+    st.label_bytes = p.narrow_labels ? label_bytes_for(static_cast<uint64_t>(g.labelled)) : 4;
+    stage("offset_solve");
+
+    // Pass 3: the same cuts and union-find again, then each chunk's share of the assignment.
+    const auto& recs = comps.records;
+    for (const Window& cw : chunks)
+        with_chunk(cw, [&](Region& region, const RegionArrays& a) {
+            region.place_cuts(cuts);
+            (void)region.union_find();
+            auto below = [&](int64_t row) {
+                return static_cast<size_t>(std::lower_bound(recs.begin(), recs.end(), row * W,
+                                                            [](const ComponentRecord& x, int64_t v) { return x.root < v; }) -
+                                           recs.begin());
+            };
+            const size_t b = below(cw.row0), e = below(cw.row0 + cw.rows);
+            region.apply(ComponentAssignment{std::span(recs).subspan(b, e - b), std::span(g.offset).subspan(b, e - b),
+                                             std::span(g.label).subspan(b, e - b), st.label_bytes});
+            region.finish();
+            sink(a, cw);
+        });
+    stage("apply");
+    st.bytes_sent = comm.bytes_sent();
+    return st;
+}
+
+}  // namespace tessera
