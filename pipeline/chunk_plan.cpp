@@ -1,0 +1,83 @@
+#include "pipeline/chunk_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "io/input_error.h"
+
+namespace tessera {
+
+ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles) {
+    const int64_t arrays = 4 + 1 + 4 + (cycles ? 4 : 0);
+    return cuda ? ChunkBytes{arrays, 24} : ChunkBytes{arrays + 8, 0};
+}
+
+Plan make_plan(const PlanRequest& req, const std::string& input) {
+    Plan plan;
+    plan.grid = make_rank_grid(TileGrid(req.H, req.W, req.tile), req.ranks, req.rank_grid, input);
+    const ChunkBytes per = chunk_bytes_per_pixel(req.cuda, req.cycles);
+    // The largest rank window decides: every rank takes chunks of the same tile rows.
+    int64_t max_rows = 0, max_cols = 0;  // own rows, buffer columns
+    for (int r = 0; r < plan.grid.size(); ++r)
+        max_rows = std::max(max_rows, plan.grid.own(r).rows), max_cols = std::max(max_cols, plan.grid.buffer(r).cols);
+    const int64_t tile = plan.grid.tiles.tile, trows = (max_rows + tile - 1) / tile;
+    auto rows_fitting = [&](int64_t limit, int64_t bytes, const char* what) {
+        if (limit < 0 || bytes == 0) return trows;
+        const int64_t row_bytes = max_cols * bytes;
+        const int64_t fit = static_cast<int64_t>(static_cast<double>(limit) * kChunkShare) / row_bytes - 1;  // halo row
+        if (fit < tile)
+            throw InputError(input, std::string(what) + " " + format_bytes(limit) + " holds no row of tiles: " +
+                                        std::to_string(tile) + " rows of " + std::to_string(max_cols) +
+                                        " pixels need about " + format_bytes((tile + 1) * row_bytes) + " (" +
+                                        std::to_string(bytes) + " B a pixel, " +
+                                        std::to_string(static_cast<int>(kChunkShare * 100)) +
+                                        " % of the limit for them); raise it, use more ranks or a smaller --tile-size");
+        return std::min(trows, fit / tile);
+    };
+    int64_t rows = std::min(rows_fitting(req.host_limit, per.host, "--memory-limit"),
+                            rows_fitting(req.device_limit, per.device, "--gpu-memory-limit"));
+    if (req.cuda) rows = std::min(rows, std::max<int64_t>(1, (kDeviceWindowPixels / max_cols - 1) / tile));
+    plan.tile_rows = std::max<int64_t>(rows, 1);
+    plan.chunks = (trows + plan.tile_rows - 1) / plan.tile_rows;
+    plan.passes = plan.in_core() ? 1 : 3;
+    const int64_t chunk_px = (std::min(plan.tile_rows * tile, max_rows) + 1) * max_cols;
+    plan.host_bytes = chunk_px * per.host;
+    plan.device_bytes = chunk_px * per.device;
+    plan.read_bytes = plan.passes * req.H * req.W * req.input_bytes_per_pixel;
+    plan.write_bytes = req.H * req.W * req.output_bytes_per_pixel;
+    return plan;
+}
+
+int64_t parse_bytes(const std::string& text, const std::string& option) {
+    const std::string bad = option + " " + text + ": expected a size such as 4G, 512M or 1000000 (bytes)";
+    if (text.empty()) throw InputError::everywhere(bad);
+    size_t used = 0;
+    double v = 0;
+    try {
+        v = std::stod(text, &used);
+    } catch (...) {
+        throw InputError::everywhere(bad);
+    }
+    double scale = 1;
+    const std::string unit = text.substr(used);
+    if (unit == "K" || unit == "k") scale = 1024.0;
+    else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
+    else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
+    else if (unit == "T" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+    else if (!unit.empty()) throw InputError::everywhere(bad);
+    if (!(v > 0) || !std::isfinite(v) || v * scale > 9.0e18) throw InputError::everywhere(bad);
+    return static_cast<int64_t>(v * scale);
+}
+
+std::string format_bytes(int64_t bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+    return buf;
+}
+
+}  // namespace tessera

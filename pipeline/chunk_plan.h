@@ -1,0 +1,55 @@
+// How a run is laid out before it starts (docs/ARCHITECTURE.md section 5.1, issue 16): the
+// rank grid, and each rank's chunk height from what its memory allows, with the memory and I/O
+// that follow. `tessera plan` prints it; `tessera unwrap` runs it.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "partition/rank_grid.h"
+
+namespace tessera {
+
+// Bytes a rank holds per pixel of a chunk's buffer (section 8): host arrays (phase 4, flags
+// 1, labels 4, k 4 when kept) plus, on the CPU backend, the union-find words (8); on the
+// CUDA backend the device holds at most 24.
+struct ChunkBytes {
+    int64_t host = 0, device = 0;
+};
+ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles);
+
+struct PlanRequest {
+    int64_t H = 0, W = 0, tile = 512;
+    int ranks = 1;
+    std::string rank_grid;       // "PxQ" or empty
+    bool cuda = false, cycles = false;
+    int64_t host_limit = -1;     // bytes a rank may hold on the host; -1: no limit
+    int64_t device_limit = -1;   // bytes a rank may hold on its GPU; -1: no limit
+    int64_t input_bytes_per_pixel = 4;  // read per pass: phase (8 for complex), + coherence, + mask
+    int64_t output_bytes_per_pixel = 8; // written once: u, labels (+ k)
+};
+
+struct Plan {
+    RankGrid grid;
+    int64_t tile_rows = 0;       // tile rows per chunk (the same on every rank)
+    int64_t chunks = 1;          // chunks of the largest rank window
+    int passes = 1;              // reads of the input: 1 in core, 3 in chunks
+    int64_t host_bytes = 0, device_bytes = 0;  // per rank, for the largest chunk
+    int64_t read_bytes = 0, write_bytes = 0;   // the whole run
+    bool in_core() const { return chunks == 1; }
+};
+
+// The share of a memory limit that chunk arrays may take; the rest holds the rank's residues,
+// cuts and tile component records, which scale with residues and components, not pixels.
+inline constexpr double kChunkShare = 0.75;
+// A cuda::Region's window stays below 2^32 pixels (its 32-bit pixel indices).
+inline constexpr int64_t kDeviceWindowPixels = (int64_t{1} << 32) - 1;
+
+// Throws InputError(input, ...) when one row of tiles does not fit a limit.
+Plan make_plan(const PlanRequest& req, const std::string& input);
+
+// "4G", "512M", "1.5T", "1000000" (bytes; K/M/G/T are powers of 1024); -1 for "" or "auto"
+// is the caller's; throws InputError naming `option` otherwise.
+int64_t parse_bytes(const std::string& text, const std::string& option);
+std::string format_bytes(int64_t bytes);
+
+}  // namespace tessera

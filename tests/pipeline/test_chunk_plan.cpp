@@ -1,0 +1,76 @@
+// The run's layout before it starts (pipeline/chunk_plan.h): chunk heights from the limits.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "io/input_error.h"
+#include "pipeline/chunk_plan.h"
+
+namespace tessera {
+namespace {
+
+TEST(ChunkPlan, WithoutLimitsOneChunkOnePass) {
+    PlanRequest q;
+    q.H = 5000, q.W = 3000, q.tile = 512, q.ranks = 2;
+    const Plan p = make_plan(q, "in.tif");
+    EXPECT_TRUE(p.in_core());
+    EXPECT_EQ(p.passes, 1);
+    EXPECT_EQ(p.grid.size(), 2);
+    EXPECT_EQ(p.read_bytes, 5000LL * 3000 * 4);
+}
+
+TEST(ChunkPlan, HostLimitGivesChunksThatFitIt) {
+    PlanRequest q;
+    q.H = q.W = 4096, q.tile = 512;
+    q.host_limit = int64_t{64} << 20;
+    const Plan p = make_plan(q, "in.tif");
+    const int64_t per = chunk_bytes_per_pixel(false, false).host;
+    EXPECT_EQ(per, 17);
+    // The largest tile-row count whose buffer (rows + halo) fits 3/4 of the limit.
+    EXPECT_LE((p.tile_rows * 512 + 1) * 4096 * per, q.host_limit * 3 / 4);
+    EXPECT_GT(((p.tile_rows + 1) * 512 + 1) * 4096 * per, q.host_limit * 3 / 4);
+    EXPECT_EQ(p.chunks, (8 + p.tile_rows - 1) / p.tile_rows);
+    EXPECT_GT(p.chunks, 1);
+    EXPECT_EQ(p.passes, 3);
+    EXPECT_LE(p.host_bytes, q.host_limit);
+    q.cycles = true;  // k kept: 4 B more a pixel, never a taller chunk
+    EXPECT_LE(make_plan(q, "in.tif").tile_rows, p.tile_rows);
+}
+
+TEST(ChunkPlan, DeviceLimitAndTheDeviceWindowBound) {
+    PlanRequest q;
+    q.H = 69696, q.W = 70560, q.tile = 512, q.cuda = true;
+    const Plan p = make_plan(q, "nisar.tif");
+    EXPECT_GT(p.chunks, 1);  // 4.9 Gpx: no cuda::Region holds it in one window
+    EXPECT_LT((p.tile_rows * 512 + 1) * 70560, kDeviceWindowPixels);
+    q.device_limit = int64_t{8} << 30;
+    const Plan small = make_plan(q, "nisar.tif");
+    EXPECT_LE(small.device_bytes, q.device_limit);
+    EXPECT_GT(small.chunks, p.chunks);
+}
+
+TEST(ChunkPlan, TooSmallALimitIsOneLineNamingIt) {
+    PlanRequest q;
+    q.H = q.W = 4096, q.tile = 512;
+    q.host_limit = int64_t{1} << 20;
+    try {
+        make_plan(q, "in.tif");
+        FAIL() << "no error";
+    } catch (const InputError& e) {
+        const std::string m = e.what();
+        EXPECT_EQ(m.rfind("in.tif: --memory-limit 1.0 MiB holds no row of tiles", 0), 0u) << m;
+        EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+}
+
+TEST(ChunkPlan, ParseBytes) {
+    EXPECT_EQ(parse_bytes("4G", "--memory-limit"), int64_t{4} << 30);
+    EXPECT_EQ(parse_bytes("512M", "--memory-limit"), int64_t{512} << 20);
+    EXPECT_EQ(parse_bytes("1.5T", "--memory-limit"), int64_t{3} << 39);
+    EXPECT_EQ(parse_bytes("1000000", "--memory-limit"), 1000000);
+    for (const char* bad : {"", "abc", "0", "-4G", "4Q", "1e30"}) EXPECT_THROW(parse_bytes(bad, "--memory-limit"), InputError) << bad;
+    EXPECT_EQ(format_bytes(int64_t{3} << 30), "3.0 GiB");
+}
+
+}  // namespace
+}  // namespace tessera
