@@ -26,9 +26,7 @@
 #include "io/output_path.h"
 #include "partition/comm.h"
 #include "partition/surface_fit.h"
-#ifdef TESSERA_HAVE_CUDA
-#include "kernels/cuda/background.h"
-#endif
+#include "backend/backend.h"
 
 namespace tessera {
 
@@ -136,29 +134,9 @@ GeoRef input_georef(const std::string& in, const RasterInfo& info) {
     return geo;
 }
 
-Backend parse_backend(const std::string& name) {
-    if (name == "cpu") return Backend::kCpu;
-    if (name == "cuda") return Backend::kCuda;
-    if (name == "auto") return cuda_backend_available() ? Backend::kCuda : Backend::kCpu;
-    throw InputError::everywhere("--backend " + name + ": expected auto, cpu or cuda");
-}
-
-const char* backend_name(Backend b) { return b == Backend::kCuda ? "cuda" : "cpu"; }
-
-void select_backend_device(Backend b, Comm& comm) {
-    if (b == Backend::kCuda) select_rank_device(comm, -1, /*share=*/true);
-}
-
 // --- the command ------------------------------------------------------------------
 
 namespace {
-
-// The CPU backend's band: the arrays stay where they were read. cuda::SurfaceBand is the
-// CUDA backend's (the same calls: the fit's local results, the subtraction).
-struct CpuSurfaceBand : SurfaceWindow {  // the fit's local results: SurfaceWindow's
-    float* out;                           // z, which the subtraction rewrites
-    ResidualSums subtract(const SurfaceFit& f) const { return subtract_surface(out, valid, mask, own, stride, H, W, f); }
-};
 
 }  // namespace
 
@@ -201,7 +179,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
         check_memory(opt.input, band * info.cols * 12, band, info.cols, node_ranks);
         geo = input_georef(opt.input, info);
     });
-    select_backend_device(opt.backend, comm);
+    select_rank_device(comm, opt.backend, -1, /*share=*/true);
     rep.backend = backend_name(opt.backend);
     const RasterInfo& info = in->info();
     const int64_t H = info.rows, W = info.cols;
@@ -234,29 +212,18 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     rep.valid = comm.sum(nvalid);
     const uint8_t* mk = opt.mask.empty() ? nullptr : mask.data();
     ResidualSums rs;
-    auto stages = [&](auto& band) {
-        agree_on_errors(comm, [&] {
-            try {
-                rep.fit = fit_surface(band, opt.degree, comm);
-            } catch (const SurfaceFitError& e) {
-                throw InputError(opt.input, e.what());  // the same on every rank
-            }
-        });
-        rep.fit_seconds = lap();
-        rs = band.subtract(rep.fit);
-    };
-    // The backend, chosen once (ARCHITECTURE.md section 5); either gives the same bits.
-    if (opt.backend == Backend::kCuda) {
-#ifdef TESSERA_HAVE_CUDA
-        cuda::SurfaceBand band(z.data(), valid.data(), mk, own, W, H, W);  // the fit's time includes the upload
-        stages(band);
-#else
-        throw std::logic_error("background: CUDA backend selected in a build without it");
-#endif
-    } else {
-        CpuSurfaceBand band{{z.data(), valid.data(), mk, own, W, H, W}, z.data()};
-        stages(band);
-    }
+    // The backend's band (section 5); either gives the same bits. CUDA: the fit's time
+    // includes the upload.
+    const std::unique_ptr<SurfaceBand> band = backend_ops(opt.backend).surface_band(z.data(), valid.data(), mk, own, W, H, W);
+    agree_on_errors(comm, [&] {
+        try {
+            rep.fit = fit_surface(*band, opt.degree, comm);
+        } catch (const SurfaceFitError& e) {
+            throw InputError(opt.input, e.what());  // the same on every rank
+        }
+    });
+    rep.fit_seconds = lap();
+    rs = band->subtract(rep.fit);
     const double sq = comm.sum(rs.sum_sq);
     rep.subtract_seconds = lap();
     rep.residual_rms = rep.fit.count > 0 ? std::sqrt(sq / static_cast<double>(rep.fit.count)) : 0.0;
@@ -341,7 +308,7 @@ CLI::App* add_background_command(CLI::App& app, std::function<void()>& run) {
     sub->add_flag("--overwrite", opt->overwrite, "replace output files that exist (regular files only; without it an existing output is an error)");
     sub->callback([&run, opt, backend] {
         run = [opt, backend] {
-            opt->backend = parse_backend(*backend);
+            opt->backend = resolve_backend(*backend);
             const BackgroundReport rep = run_background(*opt, MPI_COMM_WORLD);
             int rank = 0;
             MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -67,16 +67,6 @@ GeoRef input_georef(const std::string& in, const RasterInfo& info);
 
 
 
-// --backend NAME: "cpu", "cuda" or "auto" (CUDA when tessera was built with it and a GPU is
-// visible). Chosen once per command (ARCHITECTURE.md section 5).
-Backend parse_backend(const std::string& name);
-const char* backend_name(Backend b);
-
-// For Backend::kCuda makes a GPU current on every rank (the node-local rank's; ranks beyond
-// a node's GPUs share them round robin). Collective; InputError (agreed, one line) when
-// tessera was built without CUDA or no GPU is visible. Nothing for Backend::kCpu.
-void select_backend_device(Backend b, Comm& comm);
-
 // True when path ends with one of the suffixes (case-insensitive).
 bool has_suffix(const std::string& path, std::initializer_list<const char*> suffixes);
 

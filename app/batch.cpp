@@ -18,6 +18,7 @@
 #include <system_error>
 #include <utility>
 
+#include "backend/backend.h"
 #include "io/geotiff_writer.h"
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
@@ -400,12 +401,11 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
                 if (base.tile_size < 2) throw InputError::everywhere("--tile-size must be at least 2");
                 if (base.max_pair_distance < 1 || base.max_pair_distance > 1024)
                     throw InputError::everywhere("--cut-radius must be in [1, 1024]");
-                if (base.backend == Backend::kCuda) {
-                    try {
-                        select_cuda_device(local_rank, local_size, base.device, /*share=*/true);
-                    } catch (const std::runtime_error& e) {
-                        throw InputError::everywhere(std::string("GPU: ") + e.what());
-                    }
+                const BackendOps& ops = backend_ops(base.backend);
+                try {
+                    ops.select_device(local_rank, local_size, base.device, /*share=*/true);
+                } catch (const std::runtime_error& e) {
+                    throw InputError::everywhere(std::string("GPU: ") + e.what());
                 }
             }
         } catch (const InputError& e) {

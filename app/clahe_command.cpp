@@ -30,9 +30,8 @@
 #include "partition/comm.h"
 #include "app/background_command.h"
 #include "app/quicklook.h"
-#ifdef TESSERA_HAVE_CUDA
-#include "partition/cuda/clahe.h"
-#endif
+#include "backend/backend.h"
+#include "pipeline/rank_device.h"
 
 namespace tessera {
 
@@ -41,28 +40,6 @@ namespace {
 
 constexpr int kTag = 7331;
 
-// The backend's collective CLAHE of a float band in host memory, to 8 or 16 bits.
-struct ClaheKernels {
-    using To8 = ClaheRange (*)(const float*, const uint8_t*, const Window&, int64_t, int64_t, int64_t,
-                               const ClaheParams&, Comm&, uint8_t*, int64_t);
-    using To16 = ClaheRange (*)(const float*, const uint8_t*, const Window&, int64_t, int64_t, int64_t,
-                                const ClaheParams&, Comm&, uint16_t*, int64_t);
-    To8 to8;
-    To16 to16;
-};
-
-// Chosen once (ARCHITECTURE.md section 5); either backend gives the same bits.
-ClaheKernels clahe_kernels(Backend b) {
-    if (b == Backend::kCuda) {
-#ifdef TESSERA_HAVE_CUDA
-        return {static_cast<ClaheKernels::To8>(&cuda::clahe_from_host),
-                static_cast<ClaheKernels::To16>(&cuda::clahe_from_host)};
-#else
-        throw std::logic_error("clahe: CUDA backend selected in a build without it");
-#endif
-    }
-    return {static_cast<ClaheKernels::To8>(&clahe), static_cast<ClaheKernels::To16>(&clahe)};
-}
 
 // Rank 0 gets every rank's row band in rank order, in messages of at most 64 MiB, and
 // passes them to sink(row0, rows, data); the other ranks send theirs. An exception in
@@ -214,9 +191,9 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
             throw InputError(opt.output, "image too large for a PNG; write a .tif");
         geo = input_georef(opt.input, in->info());
     });
-    select_backend_device(opt.backend, comm);
+    select_rank_device(comm, opt.backend, -1, /*share=*/true);
     rep.backend = backend_name(opt.backend);
-    const ClaheKernels kernels = clahe_kernels(opt.backend);
+    const BackendOps& kernels = backend_ops(opt.backend);  // chosen once (section 5); either gives the same bits
     const RasterInfo& info = in->info();
     const int64_t H = info.rows, W = info.cols;
     rep.rows = H;
@@ -246,8 +223,8 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
     agree_on_errors(comm, [&] {
         try {
             rep.range = p.out_bits == 8
-                            ? kernels.to8(img.data(), valid.data(), own, W, H, W, p, comm, out8.data(), W)
-                            : kernels.to16(img.data(), valid.data(), own, W, H, W, p, comm, out16.data(), W);
+                            ? kernels.clahe8(img.data(), valid.data(), own, W, H, W, p, comm, out8.data(), W)
+                            : kernels.clahe16(img.data(), valid.data(), own, W, H, W, p, comm, out16.data(), W);
         } catch (const std::exception& e) {  // the same on every rank (parameters, no valid pixels)
             throw InputError(opt.input, e.what());
         }
@@ -344,7 +321,7 @@ CLI::App* add_clahe_command(CLI::App& app, std::function<void()>& run) {
     sub->add_flag("--overwrite", opt->overwrite, "replace output files that exist (regular files only; without it an existing output is an error)");
     sub->callback([&run, opt, tiles, range, backend] {
         run = [opt, tiles, range, backend] {
-            opt->backend = parse_backend(*backend);
+            opt->backend = resolve_backend(*backend);
             const auto x = tiles->find('x');
             try {
                 if (x == std::string::npos) throw std::invalid_argument("x");

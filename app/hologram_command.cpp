@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "backend/backend.h"
 #include "io/geotiff_writer.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
@@ -62,7 +63,7 @@ SidebandWindow parse_window(const std::string& name) {
 HologramDemodulator::HologramDemodulator(const HologramParams& params, const std::string& reference, int band,
                                          Backend backend, int device)
     : params_(params), reference_(reference), band_(band), backend_(backend), device_(device) {
-    check_hologram_backend(backend_);
+    (void)backend_ops(backend_);  // one line where it cannot run here
     if (reference_.empty()) return;
     ref_info_ = read_hologram(reference_, band_, intensity_);
     HologramEngine& engine = engine_for(ref_info_.rows, ref_info_.cols);
@@ -81,7 +82,7 @@ HologramEngine& HologramDemodulator::engine_for(int64_t rows, int64_t cols) {
     auto it = engines_.find(key);
     if (it != engines_.end()) return *it->second;
     if (engines_.size() >= kMaxPlans) engines_.clear();
-    return *engines_.emplace(key, make_hologram_engine(backend_, rows, cols, device_)).first->second;
+    return *engines_.emplace(key, backend_ops(backend_).hologram_engine(rows, cols, device_)).first->second;
 }
 
 void HologramDemodulator::check(const std::string& path, const RasterInfo& info) const {
@@ -201,14 +202,12 @@ HologramRunReport run_hologram(const HologramRunOptions& opt, MPI_Comm mpi_comm)
                 check_memory(inputs[0], ri.rows * ri.cols * 28 * std::max(1, opt.lanes), ri.rows, ri.cols, local_size);
             }
             if (opt.band < 1) throw InputError::everywhere("--band must be at least 1");
-            check_hologram_backend(opt.backend);
+            const BackendOps& ops = backend_ops(opt.backend);
             int device = -1;
-            if (opt.backend == Backend::kCuda) {
-                try {
-                    device = select_cuda_device(local_rank, local_size, -1, /*share=*/true);
-                } catch (const std::runtime_error& e) {
-                    throw InputError::everywhere(std::string("--backend cuda: ") + e.what());
-                }
+            try {
+                device = ops.select_device(local_rank, local_size, -1, /*share=*/true);
+            } catch (const std::runtime_error& e) {
+                throw InputError::everywhere(std::string("--backend cuda: ") + e.what());
             }
             demod = std::make_unique<HologramDemodulator>(opt.params, opt.reference, opt.band, opt.backend, device);
         } catch (const InputError& e) {
@@ -368,8 +367,7 @@ void run_hologram_command() {
     if (!s.carrier.empty()) s.opt.params.carrier = std::pair<int64_t, int64_t>{s.carrier[0], s.carrier[1]};
     s.opt.params.window = parse_window(s.window);
     // Chosen once for the run; auto needs this build's CUDA backend and a visible GPU.
-    s.opt.backend = s.backend == "cuda" || (s.backend == "auto" && cuda_backend_available()) ? Backend::kCuda
-                                                                                              : Backend::kCpu;
+    s.opt.backend = resolve_backend(s.backend);
     const HologramRunReport rep = run_hologram(s.opt, MPI_COMM_WORLD);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

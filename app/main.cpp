@@ -24,6 +24,7 @@
 #include "app/batch.h"
 #include "app/clahe_command.h"
 #include "app/error_report.h"
+#include "backend/backend.h"
 #include "app/hologram_command.h"
 #include "app/synth.h"
 #include "pipeline/unwrap_pipeline.h"
@@ -221,8 +222,7 @@ int main(int argc, char** argv) {
     return tessera::run_reporting_errors([&]() -> int {
         if (*unwrap) {
             if (!reference.empty()) uo.reference = std::pair<int64_t, int64_t>{reference[0], reference[1]};
-            if (backend_name == "cuda" || (backend_name == "auto" && tessera::cuda_backend_available()))
-                uo.backend = tessera::Backend::kCuda;
+            uo.backend = tessera::resolve_backend(backend_name);
             uo.output = ub.output();
             const std::vector<std::string> inputs = tessera::expand_inputs(ub.input_items());
             if (tessera::unwrap_is_batch(ub, inputs, uo.output)) {

@@ -13,8 +13,8 @@ public:
     virtual void process(int64_t index, const FrameSource& source, const FrameSink& sink) = 0;
 };
 
+// The CPU backend's lane (the CUDA one: backend/cuda/frame_lane_cuda.h); both through
+// BackendOps::frame_lane.
 std::unique_ptr<FrameLane> make_cpu_frame_lane(int64_t rows, int64_t cols, const FrameOptions& opt);
-// Throws std::runtime_error when built without CUDA. `device`: the CUDA device of the lane.
-std::unique_ptr<FrameLane> make_cuda_frame_lane(int64_t rows, int64_t cols, const FrameOptions& opt, int device);
 
 }  // namespace tessera

@@ -2,6 +2,8 @@
 // pipeline/frame_lane_cuda.cpp.
 #include "pipeline/frame_lanes.h"
 
+#include "backend/backend.h"
+
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
@@ -141,10 +143,10 @@ void run_frames(int64_t n, int64_t rows, int64_t cols, const FrameOptions& opt, 
     const int L = static_cast<int>(std::clamp<int64_t>(opt.lanes, 1, n));
     // The backend is chosen here, once (ARCHITECTURE.md section 5); lanes are made on the
     // calling thread, so CUDA lanes belong to its current device.
+    const BackendOps& ops = backend_ops(opt.unwrap.backend);
     std::vector<std::unique_ptr<FrameLane>> lanes;
     for (int l = 0; l < L; ++l)
-        lanes.push_back(opt.unwrap.backend == Backend::kCuda ? make_cuda_frame_lane(rows, cols, opt, -1)
-                                                             : make_cpu_frame_lane(rows, cols, opt));
+        lanes.push_back(ops.frame_lane(rows, cols, opt, -1));
     std::mutex mu;
     int64_t failed_at = std::numeric_limits<int64_t>::max();
     std::exception_ptr failure;

@@ -2,17 +2,18 @@
 
 #include <stdexcept>
 
+#include "backend/backend.h"
 #include "partition/error_agreement.h"
-#include "pipeline/unwrap_region.h"
 
 namespace tessera {
 
-int select_rank_device(Comm& comm, int requested, bool share) {
+int select_rank_device(Comm& comm, Backend backend, int requested, bool share) {
     const auto [local_rank, local_size] = comm.node_local_rank();
     int device = -1;
     agree_on_errors(comm, [&] {
+        const BackendOps& ops = backend_ops(backend);
         try {
-            device = select_cuda_device(local_rank, local_size, requested, share);
+            device = ops.select_device(local_rank, local_size, requested, share);
         } catch (const std::runtime_error& e) {
             throw InputError("GPU", e.what());
         }

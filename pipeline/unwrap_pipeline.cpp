@@ -256,7 +256,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
                       opt.overwrite);
         grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
     });
-    if (opt.backend == Backend::kCuda) select_rank_device(comm, opt.device, opt.share_gpus);
+    select_rank_device(comm, opt.backend, opt.device, opt.share_gpus);
     const RasterInfo& info = in->info();
     const int64_t H = info.rows, W = info.cols;
     // Memory before allocating (section 7): the window's arrays (phase 4, flags 1, labels 4,

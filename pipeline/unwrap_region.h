@@ -10,21 +10,12 @@
 
 #include "kernels/region.h"
 #include "kernels/residue.h"
+#include "backend/backend_kind.h"
 #include "kernels/types.h"
 #include "partition/comm.h"
 #include "partition/rank_grid.h"
 
 namespace tessera {
-
-enum class Backend { kCpu, kCuda };
-
-// True when tessera was built with CUDA and a GPU is visible (for --backend auto).
-bool cuda_backend_available();
-
-// One GPU per rank: makes `requested` (or, when < 0, the node-local rank) the current
-// device. Ranks on a node outnumbering its GPUs is an error unless `share`. Returns the
-// device; throws std::runtime_error with the reason.
-int select_cuda_device(int local_rank, int local_size, int requested, bool share);
 
 struct UnwrapParams {
     int64_t max_pair_distance = 16;  // the cut radius (section 3)

@@ -1,11 +1,10 @@
 // The CUDA backend's frame lane (pipeline/frame_lane.h): one stream, one cuFFT plan, page-locked
 // host buffers; hologram -> phase -> unwrapped -> background-free without leaving the device.
-#include <stdexcept>
+#include "backend/cuda/frame_lane_cuda.h"
 
-#include "pipeline/frame_lane.h"
-
-#ifdef TESSERA_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include <stdexcept>
 
 #include "kernels/cuda/background.h"
 #include "kernels/cuda/hologram.h"
@@ -15,11 +14,9 @@
 #include "partition/cuda/surface_fit.h"
 #include "partition/rank_grid.h"
 #include "pipeline/unwrap_stages.h"
-#endif
 
 namespace tessera {
 
-#ifdef TESSERA_HAVE_CUDA
 namespace {
 
 template <class T>
@@ -125,10 +122,5 @@ private:
 std::unique_ptr<FrameLane> make_cuda_frame_lane(int64_t rows, int64_t cols, const FrameOptions& opt, int device) {
     return std::make_unique<CudaFrameLane>(rows, cols, opt, device);
 }
-#else
-std::unique_ptr<FrameLane> make_cuda_frame_lane(int64_t, int64_t, const FrameOptions&, int) {
-    throw std::runtime_error("this tessera was built without the CUDA backend (TESSERA_CUDA=OFF)");
-}
-#endif
 
 }  // namespace tessera
