@@ -19,7 +19,7 @@
 #include <utility>
 
 #include "backend/backend.h"
-#include "io/geotiff_writer.h"
+#include "io/phase_source.h"
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
@@ -205,12 +205,6 @@ struct RemoveOnExit {
     }
 };
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-    if (from.empty()) return s;
-    for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
-    return s;
-}
-
 double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
 
 constexpr int kRec = 7;  // rows cols residues components conflicts hologram_seconds seconds
@@ -235,7 +229,7 @@ struct RankFrames {
     int rank, P;
 };
 
-// Each frame alone through run_unwrap(MPI_COMM_SELF); a hologram through a temporary phase GeoTIFF.
+// Each frame alone through run_unwrap(MPI_COMM_SELF); a hologram's phase from memory.
 FrameTally unwrap_one_by_one(const RankFrames& f) {
     const auto N = static_cast<int64_t>(f.inputs.size());
     FrameTally t(N);
@@ -248,29 +242,22 @@ FrameTally unwrap_one_by_one(const RankFrames& f) {
         opt.rank_grid.clear();  // one rank per frame
         opt.quiet = true;
         opt.input = in;
-        RemoveOnExit tmp;
-        OutputSet scratch;  // the demodulated phase: a unique temporary, removed, never renamed
         double holo_s = 0;
         try {
+            std::unique_ptr<PhaseSource> source;
             if (f.demod) {
-                // Demodulated phase -> a temporary uncompressed GeoTIFF next to the output -> run_unwrap.
-                const std::string wrapped = opt.output + ".wrapped.tif";
+                // The demodulated phase goes to the unwrapper from memory (io/phase_source.h).
                 f.demod->run(in, frame, false);
-                GeoRef geo;
-                geo.has_geotransform = frame.info.has_geotransform;
-                geo.geotransform = frame.info.geotransform;
-                geo.projection_wkt = frame.info.projection_wkt;
-                geo.compress = false;
-                {
-                    CollectOutputs into(scratch);
-                    write_geotiff_f32(wrapped, frame.info.rows, frame.info.cols, frame.phase.data(), geo, std::nullopt);
-                }
-                tmp.path = scratch.temporary_of(wrapped);
-                opt.input = tmp.path;
-                opt.band = 1;
+                MemoryInput mi;
+                mi.H = frame.info.rows, mi.W = frame.info.cols;
+                mi.phase = frame.phase;
+                mi.info = frame.info;
+                mi.name = in;
+                source = with_coherence_and_mask(memory_phase_source(std::move(mi)), opt.coherence, opt.mask,
+                                                 static_cast<float>(opt.min_coherence));
                 holo_s = since(tf);
             }
-            const UnwrapReport r = run_unwrap(opt, MPI_COMM_SELF);
+            const UnwrapReport r = run_unwrap(opt, source.get(), MPI_COMM_SELF);
             double* x = t.at(i);
             x[0] = static_cast<double>(r.rows);
             x[1] = static_cast<double>(r.cols);
@@ -280,9 +267,7 @@ FrameTally unwrap_one_by_one(const RankFrames& f) {
             x[5] = holo_s;
             t.conflicts += r.conflicts;
         } catch (const InputError& e) {
-            // Name the hologram, not the temporary phase file.
-            const std::string m = tmp.path.empty() ? e.what() : replace_all(e.what(), tmp.path, in + " (demodulated)");
-            t.failures.add(i, m, N > 1);
+            t.failures.add(i, e.what(), N > 1);
             continue;
         }
         t.at(i)[6] = since(tf);

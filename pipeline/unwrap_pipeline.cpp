@@ -25,6 +25,7 @@
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "io/output_set.h"
+#include "io/phase_source.h"
 #include "io/raster_reader.h"
 #include "pipeline/host_buffer.h"
 #include "app/memory_budget.h"
@@ -61,72 +62,6 @@ void inject_error_for_tests(int rank, const char* stage) {
     }
     TESSERA_INVARIANT(!invariant, std::string("injected broken invariant at stage ") + stage);
     throw std::runtime_error("injected error on rank " + std::to_string(rank) + " at stage " + stage);
-}
-
-constexpr int64_t kRowBlock = 256;                       // rows per coherence/mask read
-
-// Ranges of the values read (valid phase pixels; finite coherence), for the checks of what
-// the inputs claim to be (section 7).
-struct InputRanges {
-    float lo = std::numeric_limits<float>::infinity(), hi = -std::numeric_limits<float>::infinity();
-    float coh_lo = std::numeric_limits<float>::infinity(), coh_hi = -std::numeric_limits<float>::infinity();
-};
-
-// Inputs folded into phase (0 at invalid) and flags (kInvalid, kLowCoherence).
-// Reads the buffer window (own + halo); returns the ranges of the values seen. Phase rows are
-// reported to `ready` as they are read where no mask or coherence changes them afterwards.
-InputRanges read_inputs(const UnwrapOptions& opt, const RasterReader& in, const RegionArrays& a, const RowsReady& ready) {
-    const Window own = a.buf;
-    HostBuffer<uint8_t> valid(static_cast<size_t>(a.buf.size()));
-    in.read_phase(own, a.phase, valid.data(), a.buf.cols, opt.mask.empty() && opt.coherence.empty() ? ready : RowsReady{});
-    InputRanges rg;
-    float lo = rg.lo, hi = rg.hi;
-#pragma omp parallel for reduction(min : lo) reduction(max : hi)
-    for (int64_t i = 0; i < a.buf.size(); ++i) {
-        const bool ok = valid[static_cast<size_t>(i)];
-        a.flags[i] = ok ? 0 : kInvalid;
-        if (ok) {
-            lo = std::min(lo, a.phase[i]);
-            hi = std::max(hi, a.phase[i]);
-        }
-    }
-    rg.lo = lo, rg.hi = hi;
-    if (!opt.mask.empty()) {
-        RasterReader m(opt.mask, 1);
-        std::vector<uint8_t> buf(static_cast<size_t>(kRowBlock * own.cols));
-        for (int64_t r = own.row0; r < own.row0 + own.rows; r += kRowBlock) {
-            Window w{r, own.col0, std::min(kRowBlock, own.row0 + own.rows - r), own.cols};
-            m.read_mask(w, buf.data(), own.cols);
-            for (int64_t i = 0; i < w.rows; ++i)
-                for (int64_t j = 0; j < w.cols; ++j)
-                    if (!buf[static_cast<size_t>(i * w.cols + j)]) {
-                        a.flags[a.index(r + i, own.col0 + j)] |= kInvalid;
-                        a.phase[a.index(r + i, own.col0 + j)] = 0.0f;
-                    }
-        }
-    }
-    if (!opt.coherence.empty()) {
-        RasterReader c(opt.coherence, 1);
-        std::vector<float> buf(static_cast<size_t>(kRowBlock * own.cols));
-        const float thr = static_cast<float>(opt.min_coherence);
-        for (int64_t r = own.row0; r < own.row0 + own.rows; r += kRowBlock) {
-            Window w{r, own.col0, std::min(kRowBlock, own.row0 + own.rows - r), own.cols};
-            c.read_float(w, buf.data(), own.cols);
-            for (int64_t i = 0; i < w.rows; ++i)
-                for (int64_t j = 0; j < w.cols; ++j) {
-                    const float g = buf[static_cast<size_t>(i * w.cols + j)];
-                    const int64_t p = a.index(r + i, own.col0 + j);
-                    if (std::isfinite(g)) rg.coh_lo = std::min(rg.coh_lo, g), rg.coh_hi = std::max(rg.coh_hi, g);
-                    if (!(g > 0.0f)) {  // zero or NaN coherence is masked, as SNAPHU and dolphin do
-                        a.flags[p] |= kInvalid;
-                        a.phase[p] = 0.0f;
-                    } else if (g < thr) {
-                        a.flags[p] |= kLowCoherence;
-                    }
-                }
-        }
-    }
-    return rg;
 }
 
 std::string fmt(double v) {
@@ -212,7 +147,9 @@ void check_same_size(const std::string& path, const RasterInfo& info, const Rast
 
 }  // namespace
 
-UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
+UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) { return run_unwrap(opt, nullptr, mpi_comm); }
+
+UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_Comm mpi_comm) {
     using clock = std::chrono::steady_clock;
     const auto t_start = clock::now();
     Comm comm(mpi_comm);
@@ -229,10 +166,14 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
     };
 
     // --- inputs and their checks (section 7), agreed on by every rank ---
-    std::unique_ptr<RasterReader> in;
+    std::unique_ptr<PhaseSource> owned;
+    const PhaseSource* in = given;
     RankGrid grid;
     agree(comm, [&] {
-        in = std::make_unique<RasterReader>(opt.input, opt.band);
+        if (!in) {
+            owned = gdal_phase_source(opt.input, opt.band, opt.coherence, opt.mask, static_cast<float>(opt.min_coherence));
+            in = owned.get();
+        }
         const RasterInfo& info = in->info();
         if (info.rows < 2 || info.cols < 2)
             throw InputError(opt.input, "image is " + std::to_string(info.cols) + "x" + std::to_string(info.rows) +
@@ -289,7 +230,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) {
     const RegionFill read_stage = [&](const RowsReady& ready) {
         InputRanges rg;
         agree(comm, [&] {
-            rg = read_inputs(opt, *in, a, ready);
+            rg = in->fill(a, ready);
             inject_error_for_tests(rank, "read");
         });
         int64_t valid = 0;

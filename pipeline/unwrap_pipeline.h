@@ -12,6 +12,10 @@
 #include "pipeline/unwrap_region.h"
 
 namespace tessera {
+class PhaseSource;  // io/phase_source.h
+}
+
+namespace tessera {
 
 struct UnwrapOptions {
     std::string input, output;
@@ -58,5 +62,8 @@ struct UnwrapReport {
 // refused before any work.
 // Collective over `comm`: every rank reads its window (plus halo), and writes its part.
 UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm comm);
+// The same with the phase, coherence and mask from `source` (io/phase_source.h) instead of
+// opt.input, opt.coherence and opt.mask (opt.input still names it in the result's attributes).
+UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* source, MPI_Comm comm);
 
 }  // namespace tessera

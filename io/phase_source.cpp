@@ -1,0 +1,170 @@
+#include "io/phase_source.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace tessera {
+
+namespace {
+
+constexpr int64_t kRowBlock = 256;  // rows per coherence/mask read
+
+// Coherence g at pixel p of a: zero or NaN is masked, as SNAPHU and dolphin do; below thr is
+// low coherence.
+inline void fold_coherence(const RegionArrays& a, int64_t p, float g, float thr, InputRanges& rg) {
+    if (std::isfinite(g)) rg.coh_lo = std::min(rg.coh_lo, g), rg.coh_hi = std::max(rg.coh_hi, g);
+    if (!(g > 0.0f)) {
+        a.flags[p] |= kInvalid;
+        a.phase[p] = 0.0f;
+    } else if (g < thr) {
+        a.flags[p] |= kLowCoherence;
+    }
+}
+
+// The valid phase's range, and the flags from the validity bytes.
+void fold_valid(const RegionArrays& a, const uint8_t* valid, InputRanges& rg) {
+    float lo = rg.lo, hi = rg.hi;
+#pragma omp parallel for reduction(min : lo) reduction(max : hi)
+    for (int64_t i = 0; i < a.buf.size(); ++i) {
+        const bool ok = valid[i];
+        a.flags[i] = ok ? 0 : kInvalid;
+        if (ok) lo = std::min(lo, a.phase[i]), hi = std::max(hi, a.phase[i]);
+    }
+    rg.lo = lo, rg.hi = hi;
+}
+
+// Band `band` of a GDAL raster: the phase and its validity, nothing else.
+class RasterPhaseSource final : public PhaseSource {
+public:
+    RasterPhaseSource(const std::string& path, int band) : in_(path, band) {}
+    const RasterInfo& info() const override { return in_.info(); }
+    const std::string& name() const override { return in_.path(); }
+    InputRanges fill(const RegionArrays& a, const RowsReady& ready) const override {
+        std::vector<uint8_t> valid(static_cast<size_t>(a.buf.size()));
+        in_.read_phase(a.buf, a.phase, valid.data(), a.buf.cols, ready);
+        InputRanges rg;
+        fold_valid(a, valid.data(), rg);
+        return rg;
+    }
+
+private:
+    RasterReader in_;
+};
+
+// Another source with coherence and mask rasters folded in after it.
+class WithRasters final : public PhaseSource {
+public:
+    WithRasters(std::unique_ptr<PhaseSource> base, const std::string& coherence, const std::string& mask,
+                float min_coherence)
+        : base_(std::move(base)), coherence_(coherence), mask_(mask), thr_(min_coherence) {}
+    const RasterInfo& info() const override { return base_->info(); }
+    const std::string& name() const override { return base_->name(); }
+
+    InputRanges fill(const RegionArrays& a, const RowsReady& ready) const override {
+        const Window& w = a.buf;
+        // Rows are final only once the rasters are folded in.
+        InputRanges rg = base_->fill(a, mask_.empty() && coherence_.empty() ? ready : RowsReady{});
+        if (!mask_.empty()) {
+            RasterReader m(mask_, 1);
+            std::vector<uint8_t> buf(static_cast<size_t>(kRowBlock * w.cols));
+            for (int64_t r = w.row0; r < w.row0 + w.rows; r += kRowBlock) {
+                const Window b{r, w.col0, std::min(kRowBlock, w.row0 + w.rows - r), w.cols};
+                m.read_mask(b, buf.data(), w.cols);
+                for (int64_t i = 0; i < b.rows; ++i)
+                    for (int64_t j = 0; j < b.cols; ++j)
+                        if (!buf[static_cast<size_t>(i * b.cols + j)]) {
+                            a.flags[a.index(r + i, w.col0 + j)] |= kInvalid;
+                            a.phase[a.index(r + i, w.col0 + j)] = 0.0f;
+                        }
+            }
+        }
+        if (!coherence_.empty()) {
+            RasterReader c(coherence_, 1);
+            std::vector<float> buf(static_cast<size_t>(kRowBlock * w.cols));
+            for (int64_t r = w.row0; r < w.row0 + w.rows; r += kRowBlock) {
+                const Window b{r, w.col0, std::min(kRowBlock, w.row0 + w.rows - r), w.cols};
+                c.read_float(b, buf.data(), w.cols);
+                for (int64_t i = 0; i < b.rows; ++i)
+                    for (int64_t j = 0; j < b.cols; ++j)
+                        fold_coherence(a, a.index(r + i, w.col0 + j), buf[static_cast<size_t>(i * b.cols + j)], thr_, rg);
+            }
+        }
+        return rg;
+    }
+
+private:
+    std::unique_ptr<PhaseSource> base_;
+    std::string coherence_, mask_;
+    float thr_;
+};
+
+class MemoryPhaseSource final : public PhaseSource {
+public:
+    explicit MemoryPhaseSource(MemoryInput in) : in_(std::move(in)) {
+        in_.info.rows = in_.H, in_.info.cols = in_.W;
+        in_.info.is_complex = !in_.ifg.empty();
+        in_.info.data_type = in_.ifg.empty() ? "Float32" : "CFloat32";
+        in_.info.band_count = 1;
+    }
+    const RasterInfo& info() const override { return in_.info; }
+    const std::string& name() const override { return in_.name; }
+
+    InputRanges fill(const RegionArrays& a, const RowsReady&) const override {
+        const Window& w = a.buf;
+        std::vector<uint8_t> valid(static_cast<size_t>(w.size()));
+#pragma omp parallel for schedule(static)
+        for (int64_t r = w.row0; r < w.row0 + w.rows; ++r)
+            for (int64_t c = w.col0; c < w.col0 + w.cols; ++c) {
+                const size_t s = static_cast<size_t>(r * in_.W + c);
+                const int64_t p = a.index(r, c);
+                float ph = 0.0f;
+                bool ok;
+                if (!in_.ifg.empty()) {  // as RasterReader::read_phase reads a CFloat32 band
+                    const float re = in_.ifg[s].real(), im = in_.ifg[s].imag();
+                    ok = std::isfinite(re) && std::isfinite(im) && !(re == 0.0f && im == 0.0f);
+                    if (ok) ph = std::atan2(im, re);
+                } else {
+                    ph = in_.phase[s];
+                    ok = std::isfinite(ph);
+                }
+                a.phase[p] = ok ? ph : 0.0f;
+                valid[static_cast<size_t>(p)] = ok;
+            }
+        InputRanges rg;
+        fold_valid(a, valid.data(), rg);
+        for (int64_t r = w.row0; r < w.row0 + w.rows; ++r)
+            for (int64_t c = w.col0; c < w.col0 + w.cols; ++c) {
+                const size_t s = static_cast<size_t>(r * in_.W + c);
+                const int64_t p = a.index(r, c);
+                if (!in_.mask.empty() && !in_.mask[s]) a.flags[p] |= kInvalid, a.phase[p] = 0.0f;
+                if (!in_.coherence.empty()) {
+                    const float g = in_.coherence[s];
+                    fold_coherence(a, p, std::isfinite(g) ? g : 0.0f, in_.min_coherence, rg);  // NaN reads as 0
+                }
+            }
+        return rg;
+    }
+
+private:
+    MemoryInput in_;
+};
+
+}  // namespace
+
+std::unique_ptr<PhaseSource> gdal_phase_source(const std::string& path, int band, const std::string& coherence,
+                                               const std::string& mask, float min_coherence) {
+    return with_coherence_and_mask(std::make_unique<RasterPhaseSource>(path, band), coherence, mask, min_coherence);
+}
+
+std::unique_ptr<PhaseSource> with_coherence_and_mask(std::unique_ptr<PhaseSource> base, const std::string& coherence,
+                                                     const std::string& mask, float min_coherence) {
+    if (coherence.empty() && mask.empty()) return base;
+    return std::make_unique<WithRasters>(std::move(base), coherence, mask, min_coherence);
+}
+
+std::unique_ptr<PhaseSource> memory_phase_source(MemoryInput in) {
+    return std::make_unique<MemoryPhaseSource>(std::move(in));
+}
+
+}  // namespace tessera

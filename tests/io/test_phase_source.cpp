@@ -1,0 +1,131 @@
+// Phase sources (io/phase_source.h): arrays in memory fold the inputs as the GDAL rasters do,
+// bit for bit, and the unwrapper gives the same result from either.
+#include <gtest/gtest.h>
+
+#include <gdal_priv.h>
+
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <numbers>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "app/synth.h"
+#include "io/gdal_session.h"
+#include "io/geotiff_writer.h"
+#include "io/phase_source.h"
+#include "pipeline/unwrap_pipeline.h"
+#include "support/cli.h"
+
+namespace tessera {
+namespace {
+
+template <class T>
+void write_raster(const std::string& path, int64_t H, int64_t W, GDALDataType type, const T* data) {
+    register_gdal_once();
+    GDALDriver* drv = GetGDALDriverManager()->GetDriverByName("GTiff");
+    GDALDataset* ds = drv->Create(path.c_str(), static_cast<int>(W), static_cast<int>(H), 1, type, nullptr);
+    ASSERT_NE(ds, nullptr);
+    ASSERT_EQ(ds->GetRasterBand(1)->RasterIO(GF_Write, 0, 0, static_cast<int>(W), static_cast<int>(H),
+                                             const_cast<T*>(data), static_cast<int>(W), static_cast<int>(H), type, 0, 0),
+              CE_None);
+    GDALClose(ds);
+}
+
+struct Filled {
+    std::vector<float> phase;
+    std::vector<uint8_t> flags;
+    InputRanges rg;
+};
+
+Filled fill(const PhaseSource& s, const Window& buf) {
+    Filled f{std::vector<float>(static_cast<size_t>(buf.size()), -9.0f), std::vector<uint8_t>(static_cast<size_t>(buf.size()), 0xff), {}};
+    RegionArrays a{s.info().rows, s.info().cols, buf, f.phase.data(), f.flags.data(), nullptr, nullptr};
+    f.rg = s.fill(a, {});
+    return f;
+}
+
+class PhaseSources : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::mt19937 rng(5);
+        std::uniform_real_distribution<float> u(-3.14f, 3.14f), g(0.0f, 1.0f);
+        const size_t n = static_cast<size_t>(H * W);
+        phase.resize(n), coh.resize(n), ifg.resize(n), mask.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+            phase[i] = i % 97 == 3 ? std::nanf("") : u(rng);
+            coh[i] = i % 89 == 5 ? std::nanf("") : (i % 83 == 7 ? 0.0f : g(rng));
+            const float m = g(rng) + 0.01f;
+            ifg[i] = i % 91 == 1 ? std::complex<float>(0, 0) : std::polar(m, u(rng));
+            mask[i] = i % 79 == 2 ? 0 : 1;
+        }
+        write_raster(dir / "phase.tif", H, W, GDT_Float32, phase.data());
+        write_raster(dir / "coh.tif", H, W, GDT_Float32, coh.data());
+        write_raster(dir / "ifg.tif", H, W, GDT_CFloat32, ifg.data());
+        write_raster(dir / "mask.tif", H, W, GDT_Byte, mask.data());
+    }
+    const int64_t H = 70, W = 53;
+    testing::TempDir dir{"phase_source"};
+    std::vector<float> phase, coh;
+    std::vector<std::complex<float>> ifg;
+    std::vector<uint8_t> mask;
+};
+
+TEST_F(PhaseSources, MemoryFoldsAsGdalBitForBit) {
+    for (bool complex : {false, true})
+        for (const Window& w : {Window{0, 0, H, W}, Window{11, 7, 30, 40}}) {
+            const auto gdal = gdal_phase_source(dir / (complex ? "ifg.tif" : "phase.tif"), 1, dir / "coh.tif",
+                                                dir / "mask.tif", 0.4f);
+            MemoryInput mi;
+            mi.H = H, mi.W = W;
+            if (complex) mi.ifg = ifg; else mi.phase = phase;
+            mi.coherence = coh, mi.mask = mask, mi.min_coherence = 0.4f;
+            const auto mem = memory_phase_source(mi);
+            EXPECT_EQ(mem->info().rows, H);
+            EXPECT_EQ(mem->info().is_complex, complex);
+            const Filled a = fill(*gdal, w), b = fill(*mem, w);
+            EXPECT_EQ(std::memcmp(a.phase.data(), b.phase.data(), a.phase.size() * 4), 0) << complex;
+            EXPECT_EQ(a.flags, b.flags) << complex;
+            EXPECT_EQ(a.rg.lo, b.rg.lo);
+            EXPECT_EQ(a.rg.coh_hi, b.rg.coh_hi);
+            int invalid = 0, low = 0;
+            for (uint8_t f : b.flags) invalid += (f & kInvalid) != 0, low += (f & kLowCoherence) != 0;
+            EXPECT_GT(invalid, w.size() / 100);  // NaN, complex 0, mask 0, coherence 0 or NaN
+            EXPECT_GT(low, w.size() / 5);        // coherence below 0.4
+            for (size_t i = 0; i < b.flags.size(); ++i)
+                if (b.flags[i] & kInvalid) ASSERT_EQ(b.phase[i], 0.0f);
+        }
+}
+
+// The unwrapper from arrays in memory writes the file it writes from the rasters.
+TEST_F(PhaseSources, UnwrapFromMemoryIsTheFilesResult) {
+    const SynthScene s = make_scene("holes", 120, 110, 3);
+    write_scene(s, dir.path().string());
+    UnwrapOptions o;
+    o.input = dir / "holes_wrapped.tif";
+    o.coherence = dir / "holes_coherence.tif";
+    o.min_coherence = 0.3;
+    o.tile_size = 32, o.quiet = true, o.save_cycles = true;
+    o.output = dir / "from_files.h5";
+    run_unwrap(o, MPI_COMM_SELF);
+    MemoryInput mi;
+    mi.H = s.rows, mi.W = s.cols;
+    mi.phase = s.wrapped, mi.coherence = s.coherence, mi.min_coherence = 0.3f;
+    const auto mem = memory_phase_source(mi);
+    UnwrapOptions m = o;
+    m.coherence.clear();
+    m.output = dir / "from_memory.h5";
+    run_unwrap(m, mem.get(), MPI_COMM_SELF);
+    using testing::read_dataset;
+    const auto u1 = read_dataset<float>(o.output, "unwrapped_phase"), u2 = read_dataset<float>(m.output, "unwrapped_phase");
+    ASSERT_EQ(u1.size(), u2.size());
+    EXPECT_EQ(std::memcmp(u1.data(), u2.data(), u1.size() * 4), 0);
+    EXPECT_EQ(read_dataset<int32_t>(o.output, "cycles"), read_dataset<int32_t>(m.output, "cycles"));
+    EXPECT_EQ(read_dataset<uint32_t>(o.output, "connected_components"),
+              read_dataset<uint32_t>(m.output, "connected_components"));
+}
+
+}  // namespace
+}  // namespace tessera
