@@ -20,6 +20,7 @@
 
 #include "backend/backend.h"
 #include "io/phase_source.h"
+#include "io/unwrap_result_writer.h"
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
@@ -288,19 +289,9 @@ void write_lane_frame(const std::string& path, const std::string& input, const R
     rep.cols = v.cols;
     rep.valid = valid;
     add_region_stats(rep, v.stats);
-    const double nan = std::nan("");
-    const Window all{0, 0, v.rows, v.cols};
     Hdf5Writer out(path, MPI_COMM_SELF, v.rows, v.cols);
-    out.set_deflate(o.compress_phase);
-    out.write_f32("unwrapped_phase", all, v.u, v.cols,
-                  {{"units", std::string("radians")},
-                   {"description", std::string("unwrapped phase u = phi + 2 pi k; NaN where invalid")},
-                   {"_FillValue", nan}});
-    out.set_deflate(1);
-    out.write_u32("connected_components", all, v.label, v.cols,
-                  {{"description", std::string("connected component 1..N by size descending; 0 = invalid, low "
-                                               "coherence or small component")}});
-    out.write_attributes(result_attributes(o, input, rep, info));
+    write_unwrap_result(out, UnwrapResultWindow{Window{0, 0, v.rows, v.cols}, v.cols, v.u, v.label, 4}, o.compress_phase,
+                        result_attributes(o, input, rep, info));
     out.commit();
 }
 

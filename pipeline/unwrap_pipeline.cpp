@@ -26,6 +26,7 @@
 #include "io/output_path.h"
 #include "io/output_set.h"
 #include "io/phase_source.h"
+#include "io/unwrap_result_writer.h"
 #include "io/raster_reader.h"
 #include "pipeline/host_buffer.h"
 #include "app/memory_budget.h"
@@ -278,36 +279,20 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
     // --- outputs (section 7): every rank writes its own window collectively ---
     const double nan = std::nan("");
     const int64_t o = a.index(own.row0, own.col0), stride = buf.cols;
-    // A noisy float phase deflates about 1.3x at ~45 MB/s per core (README): off by default.
-    out->set_deflate(opt.compress_phase);
-    out->write_f32("unwrapped_phase", own, phase.data() + o, stride,
-                   {{"units", std::string("radians")},
-                    {"description", std::string("unwrapped phase u = phi + 2 pi k; NaN where invalid")},
-                    {"_FillValue", nan}});
-    out->set_deflate(1);
     const int lb = st.label_bytes;
-    out->write_labels("connected_components", own, static_cast<const uint8_t*>(a.label) + o * lb, lb, stride,
-                   {{"description", std::string("connected component 1..N by size descending; 0 = invalid, low "
-                                                "coherence or small component")}});
-    if (opt.save_cycles)
-        out->write_i32("cycles", own, cycles.data() + o, stride,
-                       {{"description", std::string("integer cycles k: u = phi + 2 pi k (0 where invalid)")}});
+    std::vector<int8_t> q;
     if (opt.save_residues) {
-        std::vector<int8_t> q(static_cast<size_t>(own.size()), 0);
+        q.assign(static_cast<size_t>(own.size()), 0);
         for (const Residue& x : res)
             q[static_cast<size_t>((x.r - own.row0) * own.cols + (x.c - own.col0))] += static_cast<int8_t>(x.sign);
-        out->write_i8("residues", own, q.data(), own.cols,
-                      {{"description", std::string("residue charge of plaquette (r,c), corners (r,c)..(r+1,c+1)")}});
     }
+    std::vector<uint8_t> cut_bits;
     if (opt.save_cuts) {
-        std::vector<uint8_t> b(static_cast<size_t>(own.size()));
+        cut_bits.resize(static_cast<size_t>(own.size()));
         for (int64_t i = 0; i < own.rows; ++i)
             for (int64_t j = 0; j < own.cols; ++j)
-                b[static_cast<size_t>(i * own.cols + j)] =
+                cut_bits[static_cast<size_t>(i * own.cols + j)] =
                     flags[static_cast<size_t>(a.index(own.row0 + i, own.col0 + j))] & (kBlockRight | kBlockDown);
-        out->write_u8("branch_cuts", own, b.data(), own.cols,
-                      {{"description", std::string("blocked edges: bit 0 right edge, bit 1 down edge (cuts and "
-                                                  "edges touching invalid pixels)")}});
     }
     std::vector<Attribute> attrs = result_attributes(opt, opt.input, rep, info);
     // Stage times: the slowest rank's, so that every rank writes the same values.
@@ -315,7 +300,11 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         t.seconds = comm.max(t.seconds);
         attrs.push_back({"time_" + t.stage, t.seconds});
     }
-    out->write_attributes(attrs);
+    write_unwrap_result(*out,
+                        UnwrapResultWindow{own, stride, phase.data() + o, static_cast<const uint8_t*>(a.label) + o * lb,
+                                           lb, opt.save_cycles ? cycles.data() + o : nullptr,
+                                           opt.save_residues ? q.data() : nullptr, opt.save_cuts ? cut_bits.data() : nullptr},
+                        opt.compress_phase, attrs);
     out->commit();  // closed; rank 0's `outputs` renames it with the others below
     if (!opt.quicklook.empty()) {
         // Each rank reduces its window to quicklook cells; rank 0 draws them.

@@ -1,0 +1,30 @@
+// The datasets of an unwrap result (docs/ARCHITECTURE.md section 7), written by one function
+// for a whole run (pipeline/unwrap_pipeline.cpp) and for a frame unwrapped on a lane
+// (app/batch.cpp): names, types, filters, fill values and descriptions in one place.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "io/hdf5_writer.h"
+#include "kernels/types.h"
+
+namespace tessera {
+
+// One rank's window of the result, row stride `stride` elements for u, label and cycles.
+struct UnwrapResultWindow {
+    Window own;
+    int64_t stride = 0;
+    const float* u = nullptr;         // NaN where invalid
+    const void* label = nullptr;      // `label_bytes` wide (1, 2 or 4)
+    int label_bytes = 4;
+    const int32_t* cycles = nullptr;  // null: no /cycles
+    const int8_t* residues = nullptr; // own.cols stride; null: no /residues
+    const uint8_t* cuts = nullptr;    // own.cols stride; null: no /branch_cuts
+};
+
+// Collective over the writer's ranks: every rank passes its window (the same datasets on every
+// rank), then the root attributes. /unwrapped_phase deflated at `compress_phase` (0: none).
+void write_unwrap_result(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase,
+                         const std::vector<Attribute>& root_attributes);
+
+}  // namespace tessera
