@@ -25,6 +25,7 @@
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "partition/comm.h"
+#include "partition/strip_gather.h"
 #include "partition/surface_fit.h"
 #include "backend/backend.h"
 
@@ -187,9 +188,9 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     rep.cols = W;
     rep.output_dataset = opt.dataset.empty() ? std::string("unwrapped_phase") : dataset_leaf(opt.dataset);
 
-    // HDF5 output (or the intermediate of a multi-rank GeoTIFF), created before any work
-    // so that a bad output fails first; removed unless committed.
-    const std::string h5_path = out_h5 ? opt.output : (size > 1 ? opt.output + ".part.h5" : std::string());
+    // HDF5 output, created before any work so that a bad output fails first; removed unless
+    // committed.
+    const std::string h5_path = out_h5 ? opt.output : std::string();
     std::unique_ptr<Hdf5Writer> out;
     if (!h5_path.empty())
         agree_on_errors(comm, [&] { out = std::make_unique<Hdf5Writer>(h5_path, mpi_comm, H, W); });
@@ -262,22 +263,16 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
         out->commit();
     }
     if (!out_h5) {
-        if (size == 1) {
-            agree_on_errors(comm, [&] { write_geotiff_f32(opt.output, H, W, z.data(), geo, nan); });
-        } else {
-            // GDAL cannot write one file from many processes: rank 0 copies the committed HDF5.
-            std::string err;
-            if (rank == 0) {
-                try {
-                    geotiff_from_hdf5(h5_path, rep.output_dataset, opt.output, geo, nan);
-                } catch (const std::exception& e) {
-                    err = e.what();
-                }
-                std::remove(h5_path.c_str());
-            }
-            if (comm.max(int64_t{!err.empty()}))
-                throw InputError::everywhere(rank == 0 ? err : opt.output + ": GeoTIFF output failed");
-        }
+        // GDAL cannot write one file from many processes: rank 0 writes the ranks' bands as
+        // they arrive (partition/strip_gather.h), from memory.
+        std::unique_ptr<GeoTiffWriter> tif;
+        gather_strips_to_root(comm, own, z.data(), W, H, W, GeoTiffWriter::kStripRows,
+                              [&](int64_t s0, int64_t ns, const float* rows) {
+                                  if (!tif) tif = std::make_unique<GeoTiffWriter>(opt.output, H, W, false, geo, nan);
+                                  tif->write_rows(s0, ns, rows);
+                                  if (s0 + ns == H) tif->finish();
+                              },
+                              opt.output + ": GeoTIFF output failed");
     }
     rep.write_seconds = lap();
     rep.seconds = comm.max(std::chrono::duration<double>(clock::now() - t0).count());

@@ -1,7 +1,8 @@
-// Whole-image GeoTIFF output (optional result copy, synthetic scenes).
+// GeoTIFF output: whole images (synthetic scenes), results written as their rows arrive.
 #pragma once
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -23,14 +24,23 @@ void write_geotiff_f32(const std::string& path, int64_t rows, int64_t cols, cons
 void write_geotiff_u32(const std::string& path, int64_t rows, int64_t cols, const uint32_t* data,
                        const GeoRef& geo, std::optional<double> nodata);
 
-}  // namespace tessera
+// The same written as rows arrive (a result gathered from the ranks, partition/strip_gather.h):
+// strips of full rows top to bottom, float32 (or uint32), then finish(). Destroyed unfinished,
+// it removes its temporary. Throws InputError naming the path.
+class GeoTiffWriter {
+public:
+    static constexpr int64_t kStripRows = 256;  // one row of tiles: complete tiles are flushed as they come
+    GeoTiffWriter(const std::string& path, int64_t rows, int64_t cols, bool u32, const GeoRef& geo,
+                  std::optional<double> nodata);
+    ~GeoTiffWriter();
+    GeoTiffWriter(const GeoTiffWriter&) = delete;
+    GeoTiffWriter& operator=(const GeoTiffWriter&) = delete;
+    void write_rows(int64_t r0, int64_t nr, const void* data);
+    void finish();
 
-namespace tessera {
-
-// Copies dataset `name` of a committed HDF5 result into a tiled, compressed GeoTIFF
-// through GDAL (streamed; never the whole image in memory), to a unique temporary, then
-// renamed (as write_geotiff_f32). Throws InputError naming `path` on failure.
-void geotiff_from_hdf5(const std::string& h5_path, const std::string& name, const std::string& path,
-                       const GeoRef& geo, std::optional<double> nodata);
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace tessera

@@ -26,6 +26,7 @@
 #include "io/output_path.h"
 #include "io/output_set.h"
 #include "io/phase_source.h"
+#include "partition/strip_gather.h"
 #include "io/unwrap_result_writer.h"
 #include "io/raster_reader.h"
 #include "pipeline/host_buffer.h"
@@ -321,13 +322,23 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         if (comm.max(int64_t{!err.empty()}))
             throw InputError::everywhere(rank == 0 ? err : opt.quicklook + ": quicklook failed");
     }
+    if (!opt.geotiff.empty()) {
+        // From the result in memory: rank 0 writes it as strips of rows arrive from the ranks.
+        std::unique_ptr<GeoTiffWriter> tif;
+        gather_strips_to_root(comm, own, phase.data() + o, stride, H, W, GeoTiffWriter::kStripRows,
+                              [&](int64_t r0, int64_t nr, const float* rows) {
+                                  if (!tif)
+                                      tif = std::make_unique<GeoTiffWriter>(
+                                          opt.geotiff, H, W, false,
+                                          GeoRef{info.has_geotransform, info.geotransform, info.projection_wkt}, nan);
+                                  tif->write_rows(r0, nr, rows);
+                                  if (r0 + nr == H) tif->finish();
+                              },
+                              opt.geotiff + ": GeoTIFF output failed");
+    }
     std::string err;
     if (rank == 0) {
         try {
-            // Rank 0 copies the closed dataset through GDAL, so no rank holds the whole image.
-            if (!opt.geotiff.empty())
-                geotiff_from_hdf5(out->temporary_path(), "unwrapped_phase", opt.geotiff,
-                                  GeoRef{info.has_geotransform, info.geotransform, info.projection_wkt}, nan);
             inject_error_for_tests(rank, "commit");  // every output written, none in place yet
             outputs.commit();  // every output or none; a failure leaves the old files as they were
         } catch (const std::exception& e) {

@@ -95,7 +95,9 @@ TEST_F(PhaseSources, MemoryFoldsAsGdalBitForBit) {
             EXPECT_GT(invalid, w.size() / 100);  // NaN, complex 0, mask 0, coherence 0 or NaN
             EXPECT_GT(low, w.size() / 5);        // coherence below 0.4
             for (size_t i = 0; i < b.flags.size(); ++i)
-                if (b.flags[i] & kInvalid) ASSERT_EQ(b.phase[i], 0.0f);
+                if (b.flags[i] & kInvalid) {
+                    ASSERT_EQ(b.phase[i], 0.0f);
+                }
         }
 }
 

@@ -1,5 +1,6 @@
 // Under mpirun -np 1..4: cycles, labels and the unwrapped phase bit-identical to the
 // one-rank run for every rank grid and tile size (ARCHITECTURE.md section 1).
+#include <gdal_priv.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "io/gdal_session.h"
 #include "io/geotiff_writer.h"
 #include "kernels/cpu/region.h"
 #include "partition/rank_grid.h"
@@ -204,6 +206,33 @@ TEST(Mpi, ChunkedRegionsBitIdenticalToOneRankInOnePiece) {
             const bool same = std::memcmp(u.data(), u1.data(), u.size() * sizeof(float)) == 0 && l == l1 && k == k1;
             EXPECT_TRUE(agreed(same)) << "grid '" << spec << "', chunks of " << tile_rows << " tile rows";
         }
+}
+
+// --geotiff is written from the result in memory (partition/strip_gather.h): its pixels are
+// the HDF5's unwrapped phase, bit for bit, for every rank grid.
+TEST(Mpi, GeotiffFromMemoryIsTheResultsPhase) {
+    const std::string dir = shared_dir("geotiff");
+    if (rank() == 0) write_scene(make_scene("holes", 300, 263, 21), dir);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (const std::string& g : grids()) {
+        UnwrapOptions o = options(dir + "/holes_wrapped.tif", dir + "/out.h5", 37);
+        o.geotiff = dir + "/out.tif";
+        o.rank_grid = g;
+        run_unwrap(o, MPI_COMM_WORLD);
+        std::string why;
+        if (rank() == 0) {
+            register_gdal_once();
+            GDALDatasetUniquePtr ds(GDALDataset::Open(o.geotiff.c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY));
+            const auto u = read_dataset<float>(o.output, "unwrapped_phase");
+            std::vector<float> t(u.size());
+            if (!ds || ds->GetRasterXSize() != 263 || ds->GetRasterYSize() != 300 ||
+                ds->GetRasterBand(1)->RasterIO(GF_Read, 0, 0, 263, 300, t.data(), 263, 300, GDT_Float32, 0, 0) != CE_None)
+                why = "unreadable";
+            else if (std::memcmp(t.data(), u.data(), u.size() * sizeof(float)) != 0)
+                why = "pixels differ from /unwrapped_phase";
+        }
+        EXPECT_TRUE(agreed(why.empty())) << "grid '" << g << "': " << why;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCases, MpiSynth, ::testing::Values("bowl", "topo", "holes", "fringes"));
