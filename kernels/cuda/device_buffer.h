@@ -93,6 +93,29 @@ private:
     cudaStream_t s_ = nullptr;
 };
 
+// kernels.h's TileRoots with their memory owned: union_find_components fills refill(s)'s list
+// (also where it throws after allocating it, on s), freed on s at reset() or the end of scope.
+class TileRootList {
+public:
+    TileRootList() = default;
+    ~TileRootList() { reset(); }
+    TileRootList(const TileRootList&) = delete;
+    TileRootList& operator=(const TileRootList&) = delete;
+    TileRoots& refill(cudaStream_t s) {  // the previous list is freed first
+        reset();
+        s_ = s;
+        return roots_;
+    }
+    const TileRoots& get() const { return roots_; }
+    void reset() noexcept {
+        const StreamBuffer<char> mem(static_cast<char*>(std::exchange(roots_, TileRoots{}).mem), s_);
+    }
+
+private:
+    TileRoots roots_;
+    cudaStream_t s_ = nullptr;
+};
+
 // A non-blocking stream, synchronised and destroyed at the end of its scope.
 class Stream {
 public:
