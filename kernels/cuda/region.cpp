@@ -131,6 +131,20 @@ struct Region::Impl {
         flags_clear = copy_device_input(a, d, in.phase, in.in_place, in.flags, s);
     }
 
+    // apply()'s outputs, kept to finish(): labels label_bytes wide, cycles where a.cycles is set,
+    // a scene's uniform label rows (where a.label is set).
+    void allocate_results(int bytes) {
+        const size_t npx = static_cast<size_t>(own.size());
+        label_bytes = bytes;
+        if (label.size() < npx * static_cast<size_t>(label_bytes)) {
+            label.reset();  // before the wider one: never both
+            label = StreamBuffer<uint8_t>(npx * static_cast<size_t>(label_bytes), s, "allocate labels");
+        }
+        if (a.cycles && !cycles) cycles = StreamBuffer<int32_t>(npx, s, "allocate cycles");
+        if (copy_stream && a.label && !uniform_rows)
+            uniform_rows = StreamBuffer<uint64_t>(static_cast<size_t>(own.rows), s, "allocate uniform rows");
+    }
+
     void allocate_flags_and_nodes() {
         const size_t nb = static_cast<size_t>(a.buf.size());
         d.flags = (flags_mem = StreamBuffer<uint8_t>((nb + 3) / 4 * 4, s, "allocate flags")).get();
@@ -156,6 +170,16 @@ struct Region::Impl {
         download_own_flags(a, own, d.flags, copies());
         check(cudaEventRecord(cuts_down->get(), copies()), "cudaEventRecord (cuts down)");
         cuts_downloading = true;
+    }
+
+    // The cut bits down on the copy stream behind everything queued on s so far.
+    void download_cut_bits_now() {
+        need_flags();
+        if (copy_stream) {
+            check(cudaEventRecord(cuts_down->get(), s), "cudaEventRecord (finish)");
+            check(cudaStreamWaitEvent(copies(), cuts_down->get(), 0), "cudaStreamWaitEvent (finish)");
+        }
+        download_own_flags(a, own, d.flags, copies());
     }
 
     // (root, k) of the own-local window w's pixels (kernels.h resolve_words), row-major.
@@ -265,15 +289,7 @@ void Region::apply(const ComponentAssignment& as) {
     if (as.offset.size() != n || as.label.size() != n)
         throw std::invalid_argument("cuda::Region::apply: records, offsets and labels differ in length");
     with_label_type(as.label_bytes, [](auto) {});  // another width throws before anything is allocated
-    const size_t npx = static_cast<size_t>(m.own.size());
-    m.label_bytes = as.label_bytes;
-    if (m.label.size() < npx * static_cast<size_t>(m.label_bytes)) {
-        m.label.reset();  // before the wider one: never both
-        m.label = StreamBuffer<uint8_t>(npx * static_cast<size_t>(m.label_bytes), m.s, "allocate labels");
-    }
-    if (m.a.cycles && !m.cycles) m.cycles = StreamBuffer<int32_t>(npx, m.s, "allocate cycles");
-    if (m.copy_stream && m.a.label && !m.uniform_rows)
-        m.uniform_rows = StreamBuffer<uint64_t>(static_cast<size_t>(m.own.rows), m.s, "allocate uniform rows");
+    m.allocate_results(as.label_bytes);
     m.need_flags();
     // Root marks go into the flags: not before the cut bits have left for the host.
     if (m.cuts_downloading) check(cudaStreamWaitEvent(m.s, m.cuts_down->get(), 0), "cudaStreamWaitEvent (cuts down)");
@@ -302,14 +318,7 @@ void Region::finish() {
                                  m.bands, m.s, cs);
     // Cut bits, as the CPU leaves them in a.flags (the /branch_cuts output reads them): already
     // on their way since the cuts were placed, else now (after apply has cleared its root marks).
-    if (!m.cuts_downloading) {
-        m.need_flags();
-        if (m.copy_stream) {
-            check(cudaEventRecord(m.cuts_down->get(), m.s), "cudaEventRecord (finish)");
-            check(cudaStreamWaitEvent(cs, m.cuts_down->get(), 0), "cudaStreamWaitEvent (finish)");
-        }
-        download_own_flags(m.a, m.own, m.d.flags, cs);
-    }
+    if (!m.cuts_downloading) m.download_cut_bits_now();
     if (!uniform.empty()) fill_uniform_label_rows(m.a, m.own, m.label_bytes, uniform);  // beside the copies
     check(cudaStreamSynchronize(cs), "finish (sync copies)");
     check(cudaStreamSynchronize(m.s), "finish (sync)");
