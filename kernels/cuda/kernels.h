@@ -88,7 +88,8 @@ void rasterise_cuts(const DeviceArrays& a, const Window& own, const DeviceCut* d
 
 // The union-find's tile roots (each tile's components' smallest pixels) that have reliable
 // pixels: entries uf::pack(own-local tile root, its tile's reliable pixels under it), in device
-// memory from the stream-ordered pool (`mem`, to free with cudaFreeAsync). n == 0: not listed.
+// memory from the stream-ordered pool (`mem`, the caller's to free on the stream: TileRootList,
+// device_buffer.h). n == 0: not listed.
 struct TileRoots {
     void* mem = nullptr;
     const uint64_t* entries = nullptr;

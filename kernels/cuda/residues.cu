@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/kernels.h"
 
 namespace tessera::cuda {
@@ -50,20 +51,17 @@ int64_t compact_charges(const DeviceArrays& a, const Window& own, uint64_t* scra
     ChargeOf op{a.phase, a.buf.row0, a.buf.col0, a.buf.cols, own.row0, own.col0, static_cast<uint32_t>(pc)};
     auto in = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), op);
 
-    int64_t* d_num = nullptr;
-    void* d_temp = nullptr;
     size_t temp_bytes = 0;
-    check(cub::DeviceSelect::If(nullptr, temp_bytes, in, scratch, d_num, np, NonZeroCharge{}, s),
+    check(cub::DeviceSelect::If(nullptr, temp_bytes, in, scratch, static_cast<int64_t*>(nullptr), np, NonZeroCharge{}, s),
           "find_residues (temp size)");
-    check(cudaMallocAsync(&d_temp, temp_bytes + sizeof(int64_t) + 256, s), "find_residues (cudaMallocAsync)");
-    d_num = reinterpret_cast<int64_t*>(static_cast<char*>(d_temp) + ((temp_bytes + 255) / 256) * 256);
-    cudaError_t e = cub::DeviceSelect::If(d_temp, temp_bytes, in, scratch, d_num, np, NonZeroCharge{}, s);
+    // CUB's temporary storage, then the selected count (freed in s's order, after the sync).
+    const StreamBuffer<char> temp(temp_bytes + sizeof(int64_t) + 256, s, "find_residues (cudaMallocAsync)");
+    int64_t* d_num = reinterpret_cast<int64_t*>(temp.get() + ((temp_bytes + 255) / 256) * 256);
+    cudaError_t e = cub::DeviceSelect::If(temp.get(), temp_bytes, in, scratch, d_num, np, NonZeroCharge{}, s);
     int64_t num = 0;
     if (e == cudaSuccess) e = cudaMemcpyAsync(&num, d_num, sizeof(num), cudaMemcpyDeviceToHost, s);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-    const cudaError_t ef = cudaFreeAsync(d_temp, s);
     check(e, "find_residues (select)");
-    check(ef, "find_residues (cudaFreeAsync)");
     return num;
 }
 

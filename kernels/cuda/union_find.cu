@@ -693,10 +693,10 @@ struct NonZero {
     __device__ bool operator()(uint64_t w) const { return w != 0; }
 };
 
-// Selects the counted roots in ascending order (n of them) into a fresh stream-ordered
-// allocation: *mem (to free) and *recs.
-void select_counted_roots(const Window& own, const uint64_t* nodes, int64_t n, void** mem, uint64_t** recs,
-                          cudaStream_t s) {
+// Selects the counted roots in ascending order (n of them, at *recs) into a fresh stream-ordered
+// allocation, returned.
+StreamBuffer<char> select_counted_roots(const Window& own, const uint64_t* nodes, int64_t n, uint64_t** recs,
+                                        cudaStream_t s) {
     auto in = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RootCountOf{nodes});
     size_t temp_bytes = 0;
     check(cub::DeviceSelect::If(nullptr, temp_bytes, in, static_cast<uint64_t*>(nullptr),
@@ -704,9 +704,8 @@ void select_counted_roots(const Window& own, const uint64_t* nodes, int64_t n, v
           "component_records (temp size)");
     // One allocation: n output words, the selected count, then CUB's temporary storage.
     const size_t out_bytes = ((static_cast<size_t>(n) * sizeof(uint64_t) + sizeof(int64_t) + 255) / 256) * 256;
-    char* buf = nullptr;
-    check(cudaMallocAsync(reinterpret_cast<void**>(&buf), out_bytes + temp_bytes, s),
-          "component_records (cudaMallocAsync)");
+    StreamBuffer<char> mem(out_bytes + temp_bytes, s, "component_records (cudaMallocAsync)");
+    char* buf = mem.get();
     uint64_t* d_out = reinterpret_cast<uint64_t*>(buf);
     int64_t* d_num = reinterpret_cast<int64_t*>(buf + static_cast<size_t>(n) * sizeof(uint64_t));
     cudaError_t e = cub::DeviceSelect::If(buf + out_bytes, temp_bytes, in, d_out, d_num, own.size(), NonZero{}, s);
@@ -714,18 +713,17 @@ void select_counted_roots(const Window& own, const uint64_t* nodes, int64_t n, v
     if (e == cudaSuccess) e = cudaMemcpyAsync(&num, d_num, sizeof(num), cudaMemcpyDeviceToHost, s);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     if (e != cudaSuccess || num != n) {
-        (void)cudaFreeAsync(buf, s);
         check(e, "component_records (select)");
         TESSERA_INVARIANT(false, "component_records: root count and selection disagree");
     }
-    *mem = buf;
     *recs = d_out;
+    return mem;
 }
 
-// What the union-find found: the n records pack(root, count) in device memory (inside `mem`,
-// a stream-ordered allocation to free), ascending when `sorted`.
+// What the union-find found: the n records pack(root, count) in device memory (inside `mem`),
+// ascending when `sorted`.
 struct Pending {
-    void* mem = nullptr;
+    StreamBuffer<char> mem;
     uint64_t* recs = nullptr;
     int64_t n = 0;
     bool sorted = false;
@@ -748,10 +746,8 @@ int64_t union_find_pass(const DeviceArrays& a, const Window& own, uint64_t* node
     // The tile-root list apart: it lives on until apply (mark_tile_roots).
     const size_t flags_end = 32 + static_cast<size_t>(ntiles) * sizeof(unsigned);
     const size_t list_off = (flags_end + 255) / 256 * 256;
-    char* buf = nullptr;
-    check(cudaMallocAsync(reinterpret_cast<void**>(&buf), list_off + static_cast<size_t>(cap) * sizeof(uint64_t), s),
-          "union_find (cudaMallocAsync)");
-    StreamBuffer<char> guard(buf, s);
+    StreamBuffer<char> guard(list_off + static_cast<size_t>(cap) * sizeof(uint64_t), s, "union_find (cudaMallocAsync)");
+    char* buf = guard.get();
     StreamBuffer<uint64_t> troots_guard(static_cast<size_t>(cap), s, "union_find (cudaMallocAsync tile roots)");
     uint64_t* troots = troots_guard.get();
     Scratch sc;
@@ -794,15 +790,13 @@ int64_t union_find_pass(const DeviceArrays& a, const Window& own, uint64_t* node
     if (n > cap) {
         // The list overflowed (more than own/128 components): the counts are in the root
         // words; select them in order, then reset the roots.
-        select_counted_roots(own, nodes, n, &p.mem, &p.recs, s);
-        StreamBuffer<char> sel(static_cast<char*>(p.mem), s);
+        p.mem = select_counted_roots(own, nodes, n, &p.recs, s);
         root_words_kernel<<<static_cast<int>(std::min<int64_t>((n + 255) / 256, 1024)), 256, 0, s>>>(nodes, p.recs,
                                                                                                       n, false);
         check(cudaGetLastError(), "union_find reset (launch)");
         p.sorted = true;
-        sel.release();
     } else if (n > 0) {
-        p.mem = guard.release();
+        p.mem = std::move(guard);
         p.recs = sc.list;
         p.sorted = false;
     }
@@ -811,13 +805,13 @@ int64_t union_find_pass(const DeviceArrays& a, const Window& own, uint64_t* node
 
 // The records of p, ascending by root, onto the host; the counts back into the root words.
 void harvest_records(uint64_t* nodes, Pending& p, std::vector<uint64_t>& out, cudaStream_t s) {
-    StreamBuffer<char> mem(static_cast<char*>(p.mem), s);
+    const StreamBuffer<char> mem = std::move(p.mem);
     if (p.n == 0) return;
     const int blocks = static_cast<int>(std::min<int64_t>((p.n + 255) / 256, 1024));
     root_words_kernel<<<blocks, 256, 0, s>>>(nodes, p.recs, p.n, true);
     check(cudaGetLastError(), "component_records restore (launch)");
     const uint64_t* src = p.recs;
-    void* sort_mem = nullptr;
+    StreamBuffer<char> sort_mem;
     if (!p.sorted && p.n > kHostSortMax) {
         // Radix sort on the root (the low 32 bits) on the device.
         size_t temp_bytes = 0;
@@ -825,15 +819,13 @@ void harvest_records(uint64_t* nodes, Pending& p, std::vector<uint64_t>& out, cu
                                              static_cast<int>(p.n), 0, 32, s),
               "component_records (sort temp size)");
         const size_t out_bytes = (static_cast<size_t>(p.n) * sizeof(uint64_t) + 255) / 256 * 256;
-        check(cudaMallocAsync(&sort_mem, out_bytes + temp_bytes, s), "component_records (cudaMallocAsync)");
-        uint64_t* sorted = static_cast<uint64_t*>(sort_mem);
-        const cudaError_t e = cub::DeviceRadixSort::SortKeys(static_cast<char*>(sort_mem) + out_bytes, temp_bytes,
-                                                             p.recs, sorted, static_cast<int>(p.n), 0, 32, s);
-        if (e != cudaSuccess) (void)cudaFreeAsync(sort_mem, s);
-        check(e, "component_records (sort)");
+        sort_mem = StreamBuffer<char>(out_bytes + temp_bytes, s, "component_records (cudaMallocAsync)");
+        uint64_t* sorted = reinterpret_cast<uint64_t*>(sort_mem.get());
+        check(cub::DeviceRadixSort::SortKeys(sort_mem.get() + out_bytes, temp_bytes, p.recs, sorted,
+                                             static_cast<int>(p.n), 0, 32, s),
+              "component_records (sort)");
         src = sorted;
     }
-    StreamBuffer<char> sort_guard(static_cast<char*>(sort_mem), s);
     out.resize(static_cast<size_t>(p.n));
     check(cudaMemcpyAsync(out.data(), src, static_cast<size_t>(p.n) * sizeof(uint64_t), cudaMemcpyDeviceToHost, s),
           "component_records (download)");

@@ -1,0 +1,98 @@
+// The page-locking of a Region's host arrays (host_staging.h): cudaHostRegister in place, on
+// the calling thread or on one of its own, undone when the Region ends.
+#include "kernels/cuda/host_staging.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cuda/kernels.h"
+
+namespace tessera::cuda {
+namespace {
+
+// Host arrays smaller than this are not worth page-locking.
+constexpr size_t kPinMin = size_t{4} << 20;
+
+int current_device() {
+    int device = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    return device;
+}
+
+}  // namespace
+
+bool pinning_enabled() {
+    const char* e = std::getenv("TESSERA_CUDA_PIN");
+    return !(e && std::strcmp(e, "0") == 0);
+}
+
+HostStaging::~HostStaging() {
+    join();
+    for (void* p : pinned_) (void)cudaHostUnregister(p);
+}
+
+void HostStaging::pin_inputs() {
+    const size_t nb = static_cast<size_t>(a_.buf.size());
+    pin(a_.phase, nb * sizeof(float));
+    pin(a_.flags, nb);
+    pin(a_.cycles, nb * sizeof(int32_t));
+}
+
+void HostStaging::pin_inputs_async() {
+    const int device = current_device();
+    inputs_ = std::async(std::launch::async, [this, device] {
+                  if (cudaSetDevice(device) == cudaSuccess) pin_inputs();  // else the arrays stay pageable
+              }).share();
+}
+
+void HostStaging::wait_inputs() const {
+    if (inputs_.valid()) inputs_.wait();
+}
+
+void HostStaging::join_inputs() const {
+    if (inputs_.valid()) inputs_.get();
+}
+
+void HostStaging::pin_labels_async() {
+    if (!a_.label || !pinning_enabled()) return;
+    const int device = current_device();
+    labels_ = std::async(std::launch::async, [this, device] {
+        if (cudaSetDevice(device) == cudaSuccess) pin(a_.label, static_cast<size_t>(a_.buf.size()) * sizeof(uint32_t));
+    });
+}
+
+void HostStaging::pin_labels() {
+    if (labels_.valid())
+        labels_.get();
+    else
+        pin(a_.label, static_cast<size_t>(a_.buf.size()) * sizeof(uint32_t));
+}
+
+void HostStaging::join() noexcept {
+    if (labels_.valid()) labels_.wait();
+    if (inputs_.valid()) inputs_.wait();
+}
+
+// On any failure (already registered, locked-memory limit, ...) the array simply stays pageable.
+void HostStaging::pin(void* p, size_t bytes) {
+    if (!p || bytes < kPinMin || !pinning_enabled()) return;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (std::find(pinned_.begin(), pinned_.end(), p) != pinned_.end()) return;
+    }
+    cudaPointerAttributes at{};
+    if (cudaPointerGetAttributes(&at, p) == cudaSuccess && at.type == cudaMemoryTypeHost) return;  // already
+    (void)cudaGetLastError();
+    if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) == cudaSuccess) {
+        std::lock_guard<std::mutex> lock(mu_);
+        pinned_.push_back(p);
+    } else {
+        (void)cudaGetLastError();
+    }
+}
+
+}  // namespace tessera::cuda

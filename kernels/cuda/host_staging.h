@@ -1,0 +1,56 @@
+// A Region's host staging policy: the caller's large host arrays are page-locked in place
+// (cudaHostRegister) for the Region's lifetime, some on threads of their own, so that the
+// upload and finish()'s download run at full DMA speed without a copy into staging buffers.
+#pragma once
+#include <cstddef>
+#include <future>
+#include <mutex>
+#include <vector>
+
+#include "kernels/types.h"
+
+namespace tessera::cuda {
+
+// Whether host arrays are page-locked at all: TESSERA_CUDA_PIN=0 keeps them pageable.
+bool pinning_enabled();
+
+// The page-locking of one Region's host arrays (a.buf.size() pixels each). Arrays under 4 MiB,
+// arrays already page-locked and arrays whose registering fails stay pageable (copies work
+// either way, more slowly). The destructor joins the pinning threads and unregisters what it
+// registered: its owner has synchronised every copy that used those arrays before.
+class HostStaging {
+public:
+    explicit HostStaging(const RegionArrays& a) : a_(a) {}
+    ~HostStaging();
+    HostStaging(const HostStaging&) = delete;
+    HostStaging& operator=(const HostStaging&) = delete;
+
+    // The arrays that go up and that finish() writes: phase, flags and cycles; now.
+    void pin_inputs();
+    // The same on a thread of its own (with this thread's device current), beside a fill.
+    void pin_inputs_async();
+    // Until pin_inputs_async's thread is done (from any thread; at once when there is none).
+    void wait_inputs() const;
+    // The same, rethrowing what that thread threw (once the fill is over).
+    void join_inputs() const;
+
+    // A scene's labels, on a thread of their own while the phase goes up (registering a
+    // gigabyte takes ~50 ms on the lent H100 host); nothing when pinning is off or a.label is null.
+    void pin_labels_async();
+    // Before the labels come down: waits for pin_labels_async's thread, or pins them now.
+    void pin_labels();
+
+    // Joins the pinning threads (their errors are dropped: the arrays stay pageable).
+    void join() noexcept;
+
+private:
+    void pin(void* p, size_t bytes);  // thread-safe
+
+    RegionArrays a_;
+    std::mutex mu_;
+    std::vector<void*> pinned_;  // host ranges registered here
+    std::shared_future<void> inputs_;
+    std::future<void> labels_;
+};
+
+}  // namespace tessera::cuda
