@@ -5,7 +5,6 @@
 #include "app/progress.h"
 #include "pipeline/rank_device.h"
 
-#include <hdf5.h>
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "io/hdf5_writer.h"
+#include "io/result_georef.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "partition/comm.h"
@@ -53,59 +53,6 @@ std::string dataset_leaf(const std::string& name) {
     return slash == std::string::npos ? name : name.substr(slash + 1);
 }
 
-// Reads root attributes of a tessera result; false when the file or attribute is absent.
-class H5Silence {
-public:
-    H5Silence() {
-        H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    }
-    ~H5Silence() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
-    H5Silence(const H5Silence&) = delete;
-    H5Silence& operator=(const H5Silence&) = delete;
-
-private:
-    H5E_auto2_t func_ = nullptr;
-    void* data_ = nullptr;
-};
-
-bool read_h5_georef(const std::string& path, GeoRef& geo) {
-    H5Silence quiet;
-    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) return false;
-    bool found = false;
-    if (H5Aexists(f, "geotransform") > 0) {
-        const hid_t a = H5Aopen(f, "geotransform", H5P_DEFAULT);
-        const hid_t s = a >= 0 ? H5Aget_space(a) : -1;
-        double gt[6];
-        if (s >= 0 && H5Sget_simple_extent_npoints(s) == 6 && H5Aread(a, H5T_NATIVE_DOUBLE, gt) >= 0) {
-            std::copy(gt, gt + 6, geo.geotransform.begin());
-            geo.has_geotransform = true;
-            found = true;
-        }
-        if (s >= 0) H5Sclose(s);
-        if (a >= 0) H5Aclose(a);
-    }
-    if (H5Aexists(f, "has_geotransform") > 0) {
-        const hid_t a = H5Aopen(f, "has_geotransform", H5P_DEFAULT);
-        int64_t v = 1;
-        if (a >= 0 && H5Aread(a, H5T_NATIVE_INT64, &v) >= 0 && v == 0) geo.has_geotransform = false;
-        if (a >= 0) H5Aclose(a);
-    }
-    if (H5Aexists(f, "projection") > 0) {
-        const hid_t a = H5Aopen(f, "projection", H5P_DEFAULT);
-        const hid_t t = a >= 0 ? H5Aget_type(a) : -1;
-        if (t >= 0 && H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
-            std::string buf(H5Tget_size(t) + 1, '\0');
-            if (H5Aread(a, t, buf.data()) >= 0) geo.projection_wkt = buf.c_str();
-        }
-        if (t >= 0) H5Tclose(t);
-        if (a >= 0) H5Aclose(a);
-    }
-    H5Fclose(f);
-    return found;
-}
-
 }  // namespace
 
 std::string resolve_raster_input(const std::string& in, const std::string& dataset) {
@@ -130,7 +77,7 @@ GeoRef input_georef(const std::string& in, const RasterInfo& info) {
     geo.projection_wkt = info.projection_wkt;
     if (is_hdf5_file(in)) {
         GeoRef h5;
-        if (read_h5_georef(in, h5)) return h5;
+        if (read_result_georef(in, h5)) return h5;
     }
     return geo;
 }
@@ -268,7 +215,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
         std::unique_ptr<GeoTiffWriter> tif;
         gather_strips_to_root(comm, own, z.data(), W, H, W, GeoTiffWriter::kStripRows,
                               [&](int64_t s0, int64_t ns, const float* rows) {
-                                  if (!tif) tif = std::make_unique<GeoTiffWriter>(opt.output, H, W, false, geo, nan);
+                                  if (!tif) tif = std::make_unique<GeoTiffWriter>(opt.output, H, W, GeoTiffWriter::Pixel::kFloat32, geo, nan);
                                   tif->write_rows(s0, ns, rows);
                                   if (s0 + ns == H) tif->finish();
                               },

@@ -3,9 +3,6 @@
 #include "app/progress.h"
 #include "app/clahe_command.h"
 
-#include <cpl_error.h>
-#include <cpl_string.h>
-#include <gdal_priv.h>
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -21,8 +18,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "io/gdal_session.h"
+#include "io/geotiff_writer.h"
 #include "io/input_error.h"
+#include "io/png_writer.h"
+#include "partition/row_bands.h"
 #include "io/output_set.h"
 #include "io/output_path.h"
 #include "io/raster_reader.h"
@@ -37,118 +36,6 @@ namespace tessera {
 
 namespace {
 
-
-constexpr int kTag = 7331;
-
-
-// Rank 0 gets every rank's row band in rank order, in messages of at most 64 MiB, and
-// passes them to sink(row0, rows, data); the other ranks send theirs. An exception in
-// sink is remembered and the rest is still received (so no rank waits forever); the
-// outcome is agreed on: InputError::everywhere when rank 0 failed.
-void stream_bands_to_root(Comm& comm, int64_t H, int64_t W, const void* own_data, size_t px_bytes,
-                          const std::function<void(int64_t, int64_t, const void*)>& sink, const std::string& out) {
-    const int rank = comm.rank(), size = comm.size();
-    const int64_t row_bytes = W * static_cast<int64_t>(px_bytes);
-    const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{64} << 20) / std::max<int64_t>(row_bytes, 1));
-    std::string err;
-    if (rank == 0) {
-        auto guarded = [&](int64_t r0, int64_t n, const void* d) {
-            if (!err.empty() || n == 0) return;
-            try {
-                sink(r0, n, d);
-            } catch (const std::exception& e) {
-                err = e.what();
-            }
-        };
-        guarded(0, H / size, own_data);
-        std::vector<uint8_t> buf;
-        for (int s = 1; s < size; ++s) {
-            const int64_t b0 = H * s / size, b1 = H * (s + 1) / size;
-            for (int64_t r = b0; r < b1; r += chunk_rows) {
-                const int64_t n = std::min(chunk_rows, b1 - r);
-                buf.resize(static_cast<size_t>(n * row_bytes));
-                comm.recv(buf.data(), static_cast<size_t>(n * row_bytes), s, kTag);
-                guarded(r, n, buf.data());
-            }
-        }
-    } else {
-        const int64_t b0 = H * rank / size, b1 = H * (rank + 1) / size;
-        const auto* p = static_cast<const uint8_t*>(own_data);
-        for (int64_t r = b0; r < b1; r += chunk_rows) {
-            const int64_t n = std::min(chunk_rows, b1 - r);
-            comm.send(p + (r - b0) * row_bytes, static_cast<size_t>(n * row_bytes), 0, kTag);
-        }
-    }
-    int64_t failed = err.empty() ? 0 : 1;
-    comm.bcast(failed, 0);
-    if (failed) throw InputError::everywhere(rank == 0 ? err : out + ": output failed");
-}
-
-// A tiled, compressed GeoTIFF written by rows (rank 0).
-class TiffSink {
-public:
-    TiffSink(const std::string& path, int64_t H, int64_t W, int bits, const GeoRef& geo)
-        : staged_(path), path_(path), tmp_(staged_.tmp()), H_(H), W_(W), type_(bits == 8 ? GDT_Byte : GDT_UInt16) {
-        register_gdal_once();
-        QuietGdal quiet;
-        GDALDriver* drv = GetGDALDriverManager()->GetDriverByName("GTiff");
-        if (drv == nullptr) fail("GDAL has no GTiff driver", quiet);
-        CPLStringList o;
-        o.SetNameValue("TILED", "YES");
-        o.SetNameValue("BLOCKXSIZE", "256");
-        o.SetNameValue("BLOCKYSIZE", "256");
-        o.SetNameValue("COMPRESS", "DEFLATE");
-        o.SetNameValue("ZLEVEL", "1");
-        o.SetNameValue("PREDICTOR", "2");
-        o.SetNameValue("NUM_THREADS", "ALL_CPUS");
-        o.SetNameValue("BIGTIFF", "IF_SAFER");
-        ds_.reset(drv->Create(tmp_.c_str(), static_cast<int>(W), static_cast<int>(H), 1, type_, o.List()));
-        if (!ds_) fail("cannot create " + tmp_, quiet);
-        if (geo.has_geotransform) {
-            double gt[6];
-            std::copy(geo.geotransform.begin(), geo.geotransform.end(), gt);
-            ds_->SetGeoTransform(gt);
-        }
-        if (!geo.projection_wkt.empty()) ds_->SetProjection(geo.projection_wkt.c_str());
-    }
-    ~TiffSink() {
-        if (!done_) {
-            QuietGdal quiet;
-            ds_.reset();
-            std::remove(tmp_.c_str());
-        }
-    }
-    TiffSink(const TiffSink&) = delete;
-    TiffSink& operator=(const TiffSink&) = delete;
-
-    void write(int64_t r0, int64_t n, const void* data) {
-        QuietGdal quiet;
-        if (ds_->GetRasterBand(1)->RasterIO(GF_Write, 0, static_cast<int>(r0), static_cast<int>(W_),
-                                            static_cast<int>(n), const_cast<void*>(data), static_cast<int>(W_),
-                                            static_cast<int>(n), type_, 0, 0, nullptr) != CE_None)
-            fail("write failed in rows " + std::to_string(r0) + ".." + std::to_string(r0 + n - 1), quiet);
-    }
-    void finish() {
-        QuietGdal quiet;
-        ds_.reset();  // flushes
-        if (!quiet.message().empty()) fail("cannot complete " + tmp_, quiet);
-        staged_.finish();  // unique temporary renamed into place
-        done_ = true;
-    }
-
-private:
-    [[noreturn]] void fail(const std::string& problem, const QuietGdal& quiet) {
-        std::string msg = problem;
-        if (!quiet.message().empty()) msg += " (" + quiet.message() + ")";
-        throw InputError(path_, msg);
-    }
-    StagedFile staged_;
-    std::string path_, tmp_;
-    int64_t H_, W_;
-    GDALDataType type_;
-    GDALDatasetUniquePtr ds_;
-    bool done_ = false;
-};
 
 }  // namespace
 
@@ -256,11 +143,15 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
         if (comm.max(int64_t{!err.empty()}))
             throw InputError::everywhere(rank == 0 ? err : opt.output + ": PNG output failed");
     } else {
-        std::unique_ptr<TiffSink> tif;
+        std::unique_ptr<GeoTiffWriter> tif;
         std::string err;
         if (rank == 0) {
             try {
-                tif = std::make_unique<TiffSink>(opt.output, H, W, p.out_bits, geo);
+                GeoRef g = geo;
+                g.compress = true;
+                tif = std::make_unique<GeoTiffWriter>(
+                    opt.output, H, W, p.out_bits == 8 ? GeoTiffWriter::Pixel::kByte : GeoTiffWriter::Pixel::kUInt16, g,
+                    std::nullopt);
             } catch (const std::exception& e) {
                 err = e.what();
             }
@@ -268,7 +159,7 @@ ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
         if (comm.max(int64_t{!err.empty()}))
             throw InputError::everywhere(rank == 0 ? err : opt.output + ": GeoTIFF output failed");
         stream_bands_to_root(
-            comm, H, W, data, px, [&](int64_t row0, int64_t n, const void* d) { tif->write(row0, n, d); },
+            comm, H, W, data, px, [&](int64_t row0, int64_t n, const void* d) { tif->write_rows(row0, n, d); },
             opt.output);
         if (rank == 0) {
             try {

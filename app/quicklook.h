@@ -66,10 +66,5 @@ void write_quicklook_cells(const std::string& png, const QuicklookGrid& g,
 void write_quicklook(const std::string& png, const float* u, const uint32_t* labels, int64_t rows, int64_t cols,
                      int64_t stride, int max_side = 1024);
 
-// A PNG through GDAL (MEM dataset + PNG CreateCopy), to a unique temporary then renamed
-// (io/output_set.h: or left to the active OutputSet).
-// data: rows x cols pixels of `bands` interleaved samples (uint8 for bits 8, uint16 for 16).
-// Throws InputError(path, problem).
-void write_png(const std::string& path, int64_t rows, int64_t cols, int bands, int bits, const void* data);
 
 }  // namespace tessera

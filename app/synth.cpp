@@ -16,9 +16,6 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#include <cpl_conv.h>
-#include <cpl_error.h>
-#include <ogr_spatialref.h>
 
 #include <algorithm>
 #include <cmath>
@@ -693,16 +690,7 @@ std::string write_scene(const SynthScene& scene, const std::string& dir) {
     // A plausible UTM zone 11N frame: 30 m pixels, north up, upper-left corner in the zone.
     geo.has_geotransform = true;
     geo.geotransform = {350000.0, 30.0, 0.0, 3900000.0, 0.0, -30.0};
-    {
-        CPLPushErrorHandler(CPLQuietErrorHandler);
-        OGRSpatialReference srs;
-        if (srs.importFromEPSG(32611) == OGRERR_NONE) {
-            char* wkt = nullptr;
-            if (srs.exportToWkt(&wkt) == OGRERR_NONE && wkt != nullptr) geo.projection_wkt = wkt;
-            CPLFree(wkt);
-        }
-        CPLPopErrorHandler();
-    }
+    geo.projection_wkt = epsg_wkt(32611);
     // Noisy float phase barely deflates, and decoding it would dominate the benchmarks' reads.
     geo.compress = false;
     const double nan = std::numeric_limits<double>::quiet_NaN();

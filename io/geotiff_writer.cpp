@@ -2,6 +2,7 @@
 #include "io/geotiff_writer.h"
 
 #include <gdal_priv.h>
+#include <ogr_spatialref.h>
 #include <cpl_error.h>
 #include <cpl_string.h>
 
@@ -66,7 +67,7 @@ struct GeoTiffWriter::Impl {
     Impl(const std::string& p, int64_t r, int64_t c, GDALDataType t) : path(p), rows(r), cols(c), type(t), staged(p) {}
 };
 
-GeoTiffWriter::GeoTiffWriter(const std::string& path, int64_t rows, int64_t cols, bool u32, const GeoRef& geo,
+GeoTiffWriter::GeoTiffWriter(const std::string& path, int64_t rows, int64_t cols, Pixel pixel, const GeoRef& geo,
                              std::optional<double> nodata) {
     if (rows < 1 || cols < 1) {
         throw InputError(path, "cannot write an empty " + std::to_string(rows) + "x" +
@@ -80,7 +81,11 @@ GeoTiffWriter::GeoTiffWriter(const std::string& path, int64_t rows, int64_t cols
     register_gdal_once();
     // A unique temporary created exclusively; renamed by finish() or by the run's OutputSet,
     // removed on failure.
-    impl_ = std::make_unique<Impl>(path, rows, cols, u32 ? GDT_UInt32 : GDT_Float32);
+    const GDALDataType type = pixel == Pixel::kFloat32  ? GDT_Float32
+                              : pixel == Pixel::kUInt32 ? GDT_UInt32
+                              : pixel == Pixel::kByte   ? GDT_Byte
+                                                        : GDT_UInt16;
+    impl_ = std::make_unique<Impl>(path, rows, cols, type);
     Impl& m = *impl_;
     const std::string tmp = m.staged.tmp();
     QuietGdal quiet;
@@ -93,6 +98,7 @@ GeoTiffWriter::GeoTiffWriter(const std::string& path, int64_t rows, int64_t cols
     if (geo.compress) {
         opts.SetNameValue("COMPRESS", "DEFLATE");
         opts.SetNameValue("ZLEVEL", "1");
+        if (pixel == Pixel::kByte || pixel == Pixel::kUInt16) opts.SetNameValue("PREDICTOR", "2");
     }
     opts.SetNameValue("BIGTIFF", "IF_SAFER");
     opts.SetNameValue("NUM_THREADS", "ALL_CPUS");
@@ -137,9 +143,9 @@ namespace {
 // `rows_at(r0, nr)` gives rows [r0, r0 + nr) contiguous, or nullptr on a read failure. One row
 // of tiles at a time, so complete tiles are compressed and flushed as we go.
 void write_single_band(const std::string& path, int64_t rows, int64_t cols,
-                       const std::function<const void*(int64_t, int64_t)>& rows_at, bool u32, const GeoRef& geo,
-                       std::optional<double> nodata) {
-    GeoTiffWriter out(path, rows, cols, u32, geo, nodata);
+                       const std::function<const void*(int64_t, int64_t)>& rows_at, GeoTiffWriter::Pixel pixel,
+                       const GeoRef& geo, std::optional<double> nodata) {
+    GeoTiffWriter out(path, rows, cols, pixel, geo, nodata);
     for (int64_t r0 = 0; r0 < rows; r0 += GeoTiffWriter::kStripRows) {
         const int64_t nr = std::min(GeoTiffWriter::kStripRows, rows - r0);
         const void* src = rows_at(r0, nr);
@@ -155,14 +161,27 @@ void write_geotiff_f32(const std::string& path, int64_t rows, int64_t cols, cons
                        const GeoRef& geo, std::optional<double> nodata) {
     write_single_band(
         path, rows, cols, [&](int64_t r0, int64_t) { return static_cast<const void*>(data + r0 * cols); },
-        false, geo, nodata);
+        GeoTiffWriter::Pixel::kFloat32, geo, nodata);
 }
 
 void write_geotiff_u32(const std::string& path, int64_t rows, int64_t cols, const uint32_t* data,
                        const GeoRef& geo, std::optional<double> nodata) {
     write_single_band(
         path, rows, cols, [&](int64_t r0, int64_t) { return static_cast<const void*>(data + r0 * cols); },
-        true, geo, nodata);
+        GeoTiffWriter::Pixel::kUInt32, geo, nodata);
+}
+
+std::string epsg_wkt(int code) {
+    register_gdal_once();
+    QuietGdal quiet;
+    OGRSpatialReference srs;
+    std::string out;
+    if (srs.importFromEPSG(code) == OGRERR_NONE) {
+        char* wkt = nullptr;
+        if (srs.exportToWkt(&wkt) == OGRERR_NONE && wkt != nullptr) out = wkt;
+        CPLFree(wkt);
+    }
+    return out;
 }
 
 }  // namespace tessera

@@ -25,12 +25,13 @@ void write_geotiff_u32(const std::string& path, int64_t rows, int64_t cols, cons
                        const GeoRef& geo, std::optional<double> nodata);
 
 // The same written as rows arrive (a result gathered from the ranks, partition/strip_gather.h):
-// strips of full rows top to bottom, float32 (or uint32), then finish(). Destroyed unfinished,
+// strips of full rows top to bottom, then finish(). Destroyed unfinished,
 // it removes its temporary. Throws InputError naming the path.
 class GeoTiffWriter {
 public:
     static constexpr int64_t kStripRows = 256;  // one row of tiles: complete tiles are flushed as they come
-    GeoTiffWriter(const std::string& path, int64_t rows, int64_t cols, bool u32, const GeoRef& geo,
+    enum class Pixel { kFloat32, kUInt32, kByte, kUInt16 };  // the integer pictures get predictor 2
+    GeoTiffWriter(const std::string& path, int64_t rows, int64_t cols, Pixel pixel, const GeoRef& geo,
                   std::optional<double> nodata);
     ~GeoTiffWriter();
     GeoTiffWriter(const GeoTiffWriter&) = delete;
@@ -42,5 +43,8 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// The WKT of an EPSG code ("" when GDAL does not know it).
+std::string epsg_wkt(int code);
 
 }  // namespace tessera

@@ -26,8 +26,7 @@
 #include "io/output_path.h"
 #include "io/output_set.h"
 #include "io/phase_source.h"
-#include "partition/strip_gather.h"
-#include "io/unwrap_result_writer.h"
+#include "io/result_sink.h"
 #include "io/raster_reader.h"
 #include "pipeline/host_buffer.h"
 #include "app/memory_budget.h"
@@ -278,7 +277,6 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
     rep.bytes_sent_total = comm.sum(st.bytes_sent);
 
     // --- outputs (section 7): every rank writes its own window collectively ---
-    const double nan = std::nan("");
     const int64_t o = a.index(own.row0, own.col0), stride = buf.cols;
     const int lb = st.label_bytes;
     std::vector<int8_t> q;
@@ -301,11 +299,16 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         t.seconds = comm.max(t.seconds);
         attrs.push_back({"time_" + t.stage, t.seconds});
     }
-    write_unwrap_result(*out,
-                        UnwrapResultWindow{own, stride, phase.data() + o, static_cast<const uint8_t*>(a.label) + o * lb,
-                                           lb, opt.save_cycles ? cycles.data() + o : nullptr,
-                                           opt.save_residues ? q.data() : nullptr, opt.save_cuts ? cut_bits.data() : nullptr},
-                        opt.compress_phase, attrs);
+    // Every sink takes the same window of the result (io/result_sink.h).
+    std::vector<std::unique_ptr<ResultSink>> sinks;
+    sinks.push_back(hdf5_result_sink(*out, opt.compress_phase));
+    if (!opt.geotiff.empty())
+        sinks.push_back(geotiff_result_sink(opt.geotiff, H, W, GeoRef{info.has_geotransform, info.geotransform, info.projection_wkt}, comm));
+    const UnwrapResultWindow window{own, stride, phase.data() + o, static_cast<const uint8_t*>(a.label) + o * lb, lb,
+                                    opt.save_cycles ? cycles.data() + o : nullptr, opt.save_residues ? q.data() : nullptr,
+                                    opt.save_cuts ? cut_bits.data() : nullptr};
+    for (auto& sink : sinks) sink->write(window);
+    for (auto& sink : sinks) sink->finish(attrs);
     out->commit();  // closed; rank 0's `outputs` renames it with the others below
     if (!opt.quicklook.empty()) {
         // Each rank reduces its window to quicklook cells; rank 0 draws them.
@@ -321,20 +324,6 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         }
         if (comm.max(int64_t{!err.empty()}))
             throw InputError::everywhere(rank == 0 ? err : opt.quicklook + ": quicklook failed");
-    }
-    if (!opt.geotiff.empty()) {
-        // From the result in memory: rank 0 writes it as strips of rows arrive from the ranks.
-        std::unique_ptr<GeoTiffWriter> tif;
-        gather_strips_to_root(comm, own, phase.data() + o, stride, H, W, GeoTiffWriter::kStripRows,
-                              [&](int64_t r0, int64_t nr, const float* rows) {
-                                  if (!tif)
-                                      tif = std::make_unique<GeoTiffWriter>(
-                                          opt.geotiff, H, W, false,
-                                          GeoRef{info.has_geotransform, info.geotransform, info.projection_wkt}, nan);
-                                  tif->write_rows(r0, nr, rows);
-                                  if (r0 + nr == H) tif->finish();
-                              },
-                              opt.geotiff + ": GeoTIFF output failed");
     }
     std::string err;
     if (rank == 0) {

@@ -12,6 +12,7 @@
 #include "io/input_error.h"
 #include "kernels/label_width.h"
 #include "app/quicklook.h"
+#include "io/png_writer.h"
 #include "support/cli.h"
 
 namespace tessera {

@@ -1,0 +1,48 @@
+// Where a run's result goes (docs/ARCHITECTURE.md section 7): a result sink takes each rank's
+// window of the result, then the root attributes. The HDF5 file (every dataset, collective),
+// a GeoTIFF of the unwrapped phase (rank 0 writes it as strips arrive from the ranks), or
+// arrays in memory (tests, the library's callers).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "io/geotiff_writer.h"
+#include "io/hdf5_writer.h"
+#include "io/unwrap_result_writer.h"
+#include "partition/comm.h"
+
+namespace tessera {
+
+class ResultSink {
+public:
+    virtual ~ResultSink() = default;
+    // Collective over the sink's ranks: each rank's window, once.
+    virtual void write(const UnwrapResultWindow& r) = 0;
+    // Collective: the root attributes, and the output completed (not yet renamed into place
+    // where an OutputSet collects the run's outputs, io/output_set.h).
+    virtual void finish(const std::vector<Attribute>& root_attributes) = 0;
+};
+
+// Every dataset of the result into `out` (io/unwrap_result_writer.h); `out` must outlive it.
+std::unique_ptr<ResultSink> hdf5_result_sink(Hdf5Writer& out, int compress_phase);
+
+// The unwrapped phase as a float32 GeoTIFF at `path` (NaN nodata), H x W, written by rank 0
+// of `comm` from the ranks' windows; failures agreed on (InputError::everywhere).
+std::unique_ptr<ResultSink> geotiff_result_sink(const std::string& path, int64_t H, int64_t W, const GeoRef& geo,
+                                                Comm& comm);
+
+// Arrays the caller owns, H x W row-major: u, labels (4 bytes) and, when not empty, k.
+struct MemoryResult {
+    int64_t H = 0, W = 0;
+    std::span<float> u;
+    std::span<uint32_t> label;
+    std::span<int32_t> cycles;
+    std::vector<Attribute> attributes;  // filled by finish()
+};
+std::unique_ptr<ResultSink> memory_result_sink(MemoryResult& out);
+
+}  // namespace tessera
