@@ -4,9 +4,6 @@
 // (README "Frame batches"; issue 6 item 6).
 //   tessera_bench_frames --size 1024 --backend cuda --frames 2000 --lanes "1 2 4 8"
 #include <mpi.h>
-#ifdef TESSERA_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/device_parts.h"
 #include "pipeline/frame_lanes.h"
 #include "tests/support/hologram_scene.h"
 
@@ -29,20 +27,15 @@ struct HostFrame {
     float* p = nullptr;
     bool pinned = false;
     HostFrame(const std::vector<float>& v, bool pin) {
-#ifdef TESSERA_HAVE_CUDA
-        if (pin && cudaMallocHost(reinterpret_cast<void**>(&p), v.size() * sizeof(float)) == cudaSuccess) pinned = true;
-#endif
-        (void)pin;
+        if (pin && (p = static_cast<float*>(bench::pinned_alloc(v.size() * sizeof(float))))) pinned = true;
         if (!pinned) p = new float[v.size()];
         std::memcpy(p, v.data(), v.size() * sizeof(float));
     }
     ~HostFrame() {
-#ifdef TESSERA_HAVE_CUDA
         if (pinned) {
-            cudaFreeHost(p);
+            bench::pinned_free(p);
             return;
         }
-#endif
         delete[] p;
     }
     HostFrame(const HostFrame&) = delete;

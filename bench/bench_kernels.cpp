@@ -26,44 +26,14 @@
 #include "partition/clahe.h"
 #include "partition/comm.h"
 #include "partition/surface_fit.h"
-#ifdef TESSERA_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-#include "kernels/cuda/background.h"
-#include "kernels/cuda/clahe.h"
-#include "kernels/cuda/device_buffer.h"
-#include "partition/cuda/clahe.h"
-#include "partition/cuda/surface_fit.h"
-#endif
+#include "bench/bench_support.h"
+#include "bench/device_parts.h"
 
 using namespace tessera;
+using bench::median_ms;
+using bench::row;
 
 namespace {
-
-double median_ms(int repeat, const std::function<void()>& prepare, const std::function<void()>& run) {
-    prepare();
-    run();  // warm-up
-    std::vector<double> t;
-    for (int i = 0; i < repeat; ++i) {
-        prepare();
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    if (t.empty()) return 0;  // --check's reference runs only
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
-void row(const char* what, int64_t n, const std::string& backend, double dev_ms, double h2h_ms) {
-    const double ms = dev_ms > 0 ? dev_ms : h2h_ms;
-    const double mpx = static_cast<double>(n) * static_cast<double>(n) / 1e6 / (ms / 1e3);
-    char dev[32] = "-";
-    if (dev_ms > 0) std::snprintf(dev, sizeof dev, "%.3f", dev_ms);
-    std::printf("| %s | %lldx%lld | %s | %s | %.3f | %.0f |\n", what, static_cast<long long>(n),
-                static_cast<long long>(n), backend.c_str(), dev, h2h_ms, mpx);
-    std::fflush(stdout);
-}
 
 // A smooth cubic surface plus noise, 1 % invalid pixels (an unwrapped phase).
 void make_phase(int64_t n, std::vector<float>& z, std::vector<uint8_t>& valid) {
@@ -104,13 +74,6 @@ std::vector<uint16_t> make_amplitude(int64_t n) {
 
 int g_mismatches = 0;
 
-template <class T>
-void check_same(const std::vector<T>& a, const std::vector<T>& b, const char* what) {
-    const bool same = a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-    std::printf("check: %s: %s\n", what, same ? "bit-identical to the CPU backend" : "DIFFERS from the CPU backend");
-    g_mismatches += !same;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,23 +103,13 @@ int main(int argc, char** argv) {
         MPI_Finalize();
         return 2;
     }
-#ifdef TESSERA_HAVE_CUDA
-    if (backend == "cuda") {
-        int devices = 0;
-        if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-            std::fprintf(stderr, "tessera_bench_kernels: no CUDA device visible\n");
-            MPI_Finalize();
-            return 2;
-        }
-        cuda::check(cudaSetDevice(0), "cudaSetDevice");
-    }
-#else
-    if (backend == "cuda") {
-        std::fprintf(stderr, "tessera_bench_kernels: built without the CUDA backend (TESSERA_CUDA=OFF)\n");
+    std::string device;
+    if (backend == "cuda" && !bench::device_ready(device)) {
+        std::fprintf(stderr, "tessera_bench_kernels: no CUDA device visible (or built without the CUDA backend)\n");
         MPI_Finalize();
         return 2;
     }
-#endif
+    if (!device.empty()) std::printf("<!-- device: %s -->\n", device.c_str());
     Comm self(MPI_COMM_SELF);
     const Window whole{0, 0, n, n};
     const int degree = 3;
@@ -210,74 +163,13 @@ int main(int argc, char** argv) {
         }
     }
 
-#ifdef TESSERA_HAVE_CUDA
     if (backend == "cuda") {
-        cudaDeviceProp prop{};
-        cuda::check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-        std::printf("<!-- device: %s -->\n", prop.name);
-        const cuda::Stream s;
-        const size_t np = z0.size();
-        cuda::DeviceBuffer<float> d_z0(np), d_z(np);
-        cuda::DeviceBuffer<uint8_t> d_valid(np), d_out8(np);
-        cuda::DeviceBuffer<uint16_t> d_amp(np), d_out16(np);
-        cuda::check(cudaMemcpy(d_z0.get(), z0.data(), np * sizeof(float), cudaMemcpyHostToDevice), "upload");
-        cuda::check(cudaMemcpy(d_valid.get(), valid.data(), np, cudaMemcpyHostToDevice), "upload");
-        cuda::check(cudaMemcpy(d_amp.get(), amp.data(), np * sizeof(uint16_t), cudaMemcpyHostToDevice), "upload");
-        cuda::check(cudaDeviceSynchronize(), "upload (sync)");  // the kernels run on a non-blocking stream
-
-        // Background: device-resident (z restored from a device copy, not timed), then host-to-host.
-        SurfaceFit fit;
-        const double bg_dev = median_ms(
-            repeat,
-            [&] {
-                cuda::check(cudaMemcpyAsync(d_z.get(), d_z0.get(), np * sizeof(float), cudaMemcpyDeviceToDevice,
-                                            s.get()),
-                            "restore");
-                cuda::check(cudaStreamSynchronize(s.get()), "restore (sync)");
-            },
-            [&] {
-                fit = cuda::fit_surface(d_z.get(), d_valid.get(), nullptr, whole, n, n, n, degree, self, s.get());
-                cuda::subtract_surface(d_z.get(), d_valid.get(), nullptr, whole, n, n, n, fit, s.get());
-            });
-        std::vector<float> dev_z(np);
-        cuda::check(cudaMemcpy(dev_z.data(), d_z.get(), np * sizeof(float), cudaMemcpyDeviceToHost), "download");
-        const double bg_h2h = median_ms(repeat, restore, [&] {
-            cuda::SurfaceBand band(z.data(), valid.data(), nullptr, whole, n, n, n);
-            band.subtract(fit_surface(band, degree, self));
-        });
-        row(bg_case.c_str(), n, backend, bg_dev, bg_h2h);
-        if (check) {
-            check_same(fit.coeffs, cpu_fit.coeffs, "background coefficients (device-resident)");
-            check_same(dev_z, cpu_z, "background subtracted image (device-resident)");
-            check_same(z, cpu_z, "background subtracted image (host-to-host)");
-        }
-
-        const double c16_dev = median_ms(repeat, [] {}, [&] {
-            cuda::clahe(d_amp.get(), nullptr, whole, n, n, n, cp16, self, d_out16.get(), n, s.get());
-        });
-        const double c16_h2h = median_ms(repeat, [] {}, [&] {
-            cuda::clahe_from_host(amp.data(), nullptr, whole, n, n, n, cp16, self, out16.data(), n);
-        });
-        row(cl16_case.c_str(), n, backend, c16_dev, c16_h2h);
-        const double c8_dev = median_ms(repeat, [] {}, [&] {
-            cuda::clahe(d_z0.get(), d_valid.get(), whole, n, n, n, cp8, self, d_out8.get(), n, s.get());
-        });
-        const double c8_h2h = median_ms(repeat, [] {}, [&] {
-            cuda::clahe_from_host(z0.data(), valid.data(), whole, n, n, n, cp8, self, out8.data(), n);
-        });
-        row(cl8_case.c_str(), n, backend, c8_dev, c8_h2h);
-        if (check) {
-            std::vector<uint16_t> dev16(np);
-            std::vector<uint8_t> dev8(np);
-            cuda::check(cudaMemcpy(dev16.data(), d_out16.get(), np * sizeof(uint16_t), cudaMemcpyDeviceToHost), "download");
-            cuda::check(cudaMemcpy(dev8.data(), d_out8.get(), np, cudaMemcpyDeviceToHost), "download");
-            check_same(dev16, cpu16, "CLAHE 16-bit (device-resident)");
-            check_same(out16, cpu16, "CLAHE 16-bit (host-to-host)");
-            check_same(dev8, cpu8, "CLAHE 8-bit (device-resident)");
-            check_same(out8, cpu8, "CLAHE 8-bit (host-to-host)");
-        }
+        bench::KernelCase k;
+        k.n = n, k.repeat = repeat, k.bins = bins, k.degree = degree, k.check = check;
+        k.z0 = &z0, k.valid = &valid, k.amp = &amp;
+        k.cpu_coeffs = &cpu_fit.coeffs, k.cpu_z = &cpu_z, k.cpu16 = &cpu16, k.cpu8 = &cpu8;
+        g_mismatches += bench::device_kernel_rows(k);
     }
-#endif
     MPI_Finalize();
     return g_mismatches == 0 ? 0 : 1;
 }

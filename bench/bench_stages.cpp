@@ -3,9 +3,6 @@
 // result is compared bit for bit with the CPU backend's.
 //   tessera_bench_stages --case topo --size 8192 --backend cuda --repeat 5 --check
 #include <mpi.h>
-#ifdef TESSERA_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 #include <omp.h>
 
 #include <algorithm>
@@ -22,13 +19,8 @@
 
 #include "kernels/types.h"
 #include "app/synth.h"
+#include "bench/device_parts.h"
 #include "pipeline/unwrap_region.h"
-#ifdef TESSERA_HAVE_CUDA
-#include "kernels/cuda/region.h"
-#include "partition/comm.h"
-#include "partition/rank_grid.h"
-#include "pipeline/unwrap_stages.h"
-#endif
 
 using namespace tessera;
 
@@ -42,23 +34,18 @@ struct HostArray {
     size_t n = 0;
     bool pinned = false;
     HostArray(size_t n_, bool pin) : n(n_) {
-#ifdef TESSERA_HAVE_CUDA
-        if (pin && cudaMallocHost(reinterpret_cast<void**>(&p), n * sizeof(T)) == cudaSuccess) {
+        if (pin && (p = static_cast<T*>(bench::pinned_alloc(n * sizeof(T))))) {
             pinned = true;
             return;
         }
-#endif
-        (void)pin;
         p = static_cast<T*>(std::malloc(n * sizeof(T)));
         if (!p) throw std::bad_alloc();
     }
     ~HostArray() {
-#ifdef TESSERA_HAVE_CUDA
         if (pinned) {
-            cudaFreeHost(p);
+            bench::pinned_free(p);
             return;
         }
-#endif
         std::free(p);
     }
     HostArray(const HostArray&) = delete;
@@ -103,64 +90,6 @@ Run run(const SynthScene& s, Backend backend, int64_t tile, Buffers& b, bool cyc
     out.total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;
 }
-
-#ifdef TESSERA_HAVE_CUDA
-// Device-resident (issue 5's first target): the phase and flags already on the device ->
-// cycles, labels and unwrapped phase on the device, every stage synchronised before its clock
-// is read. The Region works in the device phase (DeviceInput::in_place) and copies the flags.
-struct Resident {
-    float* wrapped = nullptr;  // pristine input; phase is the run's scratch (DeviceInput::in_place)
-    float* phase = nullptr;
-    uint8_t* flags = nullptr;
-    explicit Resident(const SynthScene& s) {
-        const size_t n = s.wrapped.size();
-        std::vector<float> ph(n);
-        std::vector<uint8_t> fl(n);
-        for (size_t i = 0; i < n; ++i) {  // as run() fills the host arrays
-            const bool ok = std::isfinite(s.wrapped[i]);
-            ph[i] = ok ? s.wrapped[i] : 0.0f;
-            fl[i] = ok ? 0 : kInvalid;
-        }
-        if (cudaMalloc(reinterpret_cast<void**>(&wrapped), n * 4) != cudaSuccess ||
-            cudaMalloc(reinterpret_cast<void**>(&phase), n * 4) != cudaSuccess ||
-            cudaMalloc(reinterpret_cast<void**>(&flags), n) != cudaSuccess ||
-            cudaMemcpy(wrapped, ph.data(), n * 4, cudaMemcpyHostToDevice) != cudaSuccess ||
-            cudaMemcpy(flags, fl.data(), n, cudaMemcpyHostToDevice) != cudaSuccess)
-            throw std::runtime_error("bench: device buffers for the resident run");
-    }
-    ~Resident() { cudaFree(wrapped), cudaFree(phase), cudaFree(flags); }
-    Resident(const Resident&) = delete;
-    Resident& operator=(const Resident&) = delete;
-};
-
-Run run_resident(const SynthScene& s, int64_t tile, Buffers& b, const Resident& d) {
-    Run out;
-    RegionArrays a{s.rows, s.cols, Window{0, 0, s.rows, s.cols}, b.u.p, b.flags.p, b.label.p, nullptr};
-    RankGrid grid;
-    grid.tiles = TileGrid(s.rows, s.cols, tile);
-    Comm comm = Comm::alone();
-    UnwrapParams p;
-    p.backend = Backend::kCuda;
-    p.narrow_labels = true;
-    cudaMemcpy(d.phase, d.wrapped, static_cast<size_t>(s.rows * s.cols) * 4, cudaMemcpyDeviceToDevice);
-    cudaDeviceSynchronize();
-    auto t = std::chrono::steady_clock::now();
-    const auto t0 = t;
-    auto stage = [&](const char* name) {
-        cudaDeviceSynchronize();
-        const auto now = std::chrono::steady_clock::now();
-        out.stage[name] += std::chrono::duration<double>(now - t).count();
-        t = now;
-    };
-    {
-        cuda::Region region(a, grid.own(0), grid.tiles, cuda::Region::DeviceInput{d.phase, d.flags, nullptr, true});
-        stage("upload");  // the Region taking its input: a device copy of the flags
-        (void)run_unwrap_stages(region, grid, comm, p, nullptr, stage);
-        out.total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-    return out;
-}
-#endif
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -210,25 +139,23 @@ int main(int argc, char** argv) {
     for (const char* k : {"upload", "residues", "matching", "rasterise", "union_find", "offset_solve", "apply", "download"})
         std::printf(" %.4f |", st.count(k) ? median(st[k]) : 0.0);
     std::printf(" %.2f | %.2f |\n", px / tot / 1e9, px / resident / 1e9);
-#ifdef TESSERA_HAVE_CUDA
     if (b == Backend::kCuda) {
         // The same scene from device memory: per-stage times (each synchronised) and the total.
-        const Resident dev(s);
-        run_resident(s, tile, buf, dev);  // warm-up: the pool's allocations
+        const std::vector<bench::ResidentRun> runs = bench::resident_stage_runs(s, tile, buf.u.p, buf.flags.p, buf.label.p, repeat);
         std::map<std::string, std::vector<double>> rs;
         std::vector<double> rt;
-        for (int r = 0; r < repeat; ++r) {
-            const Run last = run_resident(s, tile, buf, dev);
+        for (const bench::ResidentRun& last : runs) {
             for (const auto& [k, v] : last.stage) rs[k].push_back(v);
             rt.push_back(last.total);
         }
-        const double rtot = median(rt);
-        std::printf("| %s | %lld² | cuda resident | - | - | %.4f |", name.c_str(), static_cast<long long>(size), rtot);
-        for (const char* k : {"upload", "residues", "matching", "rasterise", "union_find", "offset_solve", "apply"})
-            std::printf(" %.4f |", rs.count(k) ? median(rs[k]) : 0.0);
-        std::printf(" - | - | %.2f |\n", px / rtot / 1e9);
+        if (!rt.empty()) {
+            const double rtot = median(rt);
+            std::printf("| %s | %lld² | cuda resident | - | - | %.4f |", name.c_str(), static_cast<long long>(size), rtot);
+            for (const char* k : {"upload", "residues", "matching", "rasterise", "union_find", "offset_solve", "apply"})
+                std::printf(" %.4f |", rs.count(k) ? median(rs[k]) : 0.0);
+            std::printf(" - | - | %.2f |\n", px / rtot / 1e9);
+        }
     }
-#endif
     int rc = 0;
     if (check && b == Backend::kCuda) {
         const size_t n = s.wrapped.size();
