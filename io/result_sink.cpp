@@ -14,7 +14,10 @@ class Hdf5Sink final : public ResultSink {
 public:
     Hdf5Sink(Hdf5Writer& out, int compress_phase) : out_(out), compress_(compress_phase) {}
     void write(const UnwrapResultWindow& r) override { r_ = r; }
-    void finish(const std::vector<Attribute>& attrs) override { write_unwrap_result(out_, r_, compress_, attrs); }
+    void finish(const std::vector<Attribute>& attrs) override {
+        write_unwrap_result(out_, r_, compress_, attrs);
+        out_.commit();  // closed; renamed now, or with the run's other outputs (io/output_set.h)
+    }
 
 private:
     Hdf5Writer& out_;

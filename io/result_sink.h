@@ -22,12 +22,15 @@ public:
     virtual ~ResultSink() = default;
     // Collective over the sink's ranks: each rank's window, once.
     virtual void write(const UnwrapResultWindow& r) = 0;
-    // Collective: the root attributes, and the output completed (not yet renamed into place
-    // where an OutputSet collects the run's outputs, io/output_set.h).
+    // Collective: the root attributes, and the output completed (renamed into place, or left
+    // to the OutputSet that collects the run's outputs, io/output_set.h). A run finishes one
+    // sink before it writes the next, so a failure names the first output that could not be
+    // written and the outputs already complete stay as they are until the set's commit.
     virtual void finish(const std::vector<Attribute>& root_attributes) = 0;
 };
 
-// Every dataset of the result into `out` (io/unwrap_result_writer.h); `out` must outlive it.
+// Every dataset of the result into `out` (io/unwrap_result_writer.h), committed by finish();
+// `out` must outlive it.
 std::unique_ptr<ResultSink> hdf5_result_sink(Hdf5Writer& out, int compress_phase);
 
 // The unwrapped phase as a float32 GeoTIFF at `path` (NaN nodata), H x W, written by rank 0

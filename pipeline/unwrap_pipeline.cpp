@@ -307,9 +307,10 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
     const UnwrapResultWindow window{own, stride, phase.data() + o, static_cast<const uint8_t*>(a.label) + o * lb, lb,
                                     opt.save_cycles ? cycles.data() + o : nullptr, opt.save_residues ? q.data() : nullptr,
                                     opt.save_cuts ? cut_bits.data() : nullptr};
-    for (auto& sink : sinks) sink->write(window);
-    for (auto& sink : sinks) sink->finish(attrs);
-    out->commit();  // closed; rank 0's `outputs` renames it with the others below
+    for (auto& sink : sinks) {  // the HDF5 first, complete and closed, then the GeoTIFF
+        sink->write(window);
+        sink->finish(attrs);
+    }
     if (!opt.quicklook.empty()) {
         // Each rank reduces its window to quicklook cells; rank 0 draws them.
         const QuicklookGrid qg = quicklook_grid(H, W, 1024);
