@@ -289,8 +289,19 @@ void write_lane_frame(const std::string& path, const std::string& input, const R
     rep.cols = v.cols;
     rep.valid = valid;
     add_region_stats(rep, v.stats);
+    // --reference: u = 0 there, as run_unwrap writes it (pipeline/unwrap_pipeline.cpp).
+    std::vector<float> shifted;
+    const float* u = v.u;
+    if (o.reference) {
+        rep.reference_phase = v.u[o.reference->first * v.cols + o.reference->second];
+        shifted.assign(v.u, v.u + n);
+        const float u_ref = static_cast<float>(rep.reference_phase);
+        for (float& x : shifted)
+            if (!std::isnan(x)) x = x - u_ref;
+        u = shifted.data();
+    }
     Hdf5Writer out(path, MPI_COMM_SELF, v.rows, v.cols);
-    write_unwrap_result(out, UnwrapResultWindow{Window{0, 0, v.rows, v.cols}, v.cols, v.u, v.label, 4}, o.compress_phase,
+    write_unwrap_result(out, UnwrapResultWindow{Window{0, 0, v.rows, v.cols}, v.cols, u, v.label, 4}, o.compress_phase,
                         result_attributes(o, input, rep, info));
     out.commit();
 }

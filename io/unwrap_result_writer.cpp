@@ -12,7 +12,8 @@ void write_unwrap_result(Hdf5Writer& out, const UnwrapResultWindow& r, int compr
     out.set_deflate(compress_phase);
     out.write_f32("unwrapped_phase", r.own, r.u, r.stride,
                   {{"units", std::string("radians")},
-                   {"description", std::string("unwrapped phase u = phi + 2 pi k; NaN where invalid")},
+                   {"description", std::string("unwrapped phase u = phi + 2 pi k (minus reference_phase with "
+                                               "--reference: u = 0 at REF_Y, REF_X); NaN where invalid")},
                    {"_FillValue", nan}});
     out.set_deflate(1);
     out.write_labels("connected_components", r.own, r.label, r.label_bytes, r.stride,

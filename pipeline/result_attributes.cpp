@@ -38,6 +38,9 @@ std::vector<Attribute> result_attributes(const UnwrapOptions& opt, const std::st
         {"min_coherence", opt.min_coherence},
         {"reference_row", opt.reference ? opt.reference->first : int64_t{-1}},
         {"reference_col", opt.reference ? opt.reference->second : int64_t{-1}},
+        {"REF_Y", opt.reference ? opt.reference->first : int64_t{-1}},  // MintPy's names; -1: none
+        {"REF_X", opt.reference ? opt.reference->second : int64_t{-1}},
+        {"reference_phase", rep.reference_phase},
         {"ranks", rep.ranks},
         {"rank_grid", std::to_string(rep.rank_rows) + "x" + std::to_string(rep.rank_cols)},
         {"threads_per_rank", int64_t{omp_get_max_threads()}},

@@ -65,6 +65,16 @@ void inject_error_for_tests(int rank, const char* stage) {
     throw std::runtime_error("injected error on rank " + std::to_string(rank) + " at stage " + stage);
 }
 
+// u -= u_ref over the own window's valid pixels (NaN stays NaN); float32, as written.
+void subtract_reference(float* u, const RegionArrays& a, const Window& own, float u_ref) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
+        for (int64_t c = own.col0; c < own.col0 + own.cols; ++c) {
+            float& x = u[static_cast<size_t>(a.index(r, c))];
+            if (!std::isnan(x)) x = x - u_ref;
+        }
+}
+
 std::string fmt(double v) {
     char b[32];
     std::snprintf(b, sizeof b, "%.6g", v);
@@ -270,6 +280,15 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         },
         read_stage);
     add_region_stats(rep, st);
+    if (opt.reference) {
+        // MintPy's convention (REF_Y/REF_X): u = 0 at the reference pixel, the same constant
+        // subtracted from every valid pixel (the integer k keep k = 0 there).
+        const auto [rr, rc] = *opt.reference;
+        float u_ref = own.contains(rr, rc) ? phase[static_cast<size_t>(a.index(rr, rc))] : 0.0f;
+        comm.bcast(u_ref, grid.rank_of(rr, rc));
+        subtract_reference(phase.data(), a, own, u_ref);
+        rep.reference_phase = u_ref;
+    }
     rep.ranks = comm.size();
     rep.rank_rows = grid.P;
     rep.rank_cols = grid.Q;

@@ -53,6 +53,7 @@ struct UnwrapReport {
     int64_t bytes_sent_max = 0, bytes_sent_total = 0;  // to other ranks
     std::vector<StageTime> times;
     double total_seconds = 0;
+    double reference_phase = 0;  // --reference: the u subtracted everywhere so that u = 0 there
 };
 
 // Throws InputError for bad input; leaves no output file behind on failure. Outputs (HDF5,
