@@ -4,6 +4,7 @@
 
 #include <gdal_priv.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -170,6 +171,27 @@ TEST(Quicklook, SixteenBitPngAndErrors) {
               CE_None);
     EXPECT_EQ(back, v);
     EXPECT_THROW(write_png(dir / "missing/x.png", 30, 20, 1, 16, v.data()), InputError);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// `--quicklook x.jpg` would be PNG bytes under a JPEG name: refused in one line, before any work.
+TEST(Quicklook, ANameThatIsNotPngIsRefused) {
+    testing::TempDir dir("quicklook_name");
+    ASSERT_EQ(testing::run_tessera("synth --case bowl --size 64x64 --seed 1 " + dir.path().string()).exit_code, 0);
+    const std::string in = dir / "bowl_wrapped.tif", out = dir / "o.h5", jpg = dir / "q.jpg";
+    const auto r = testing::run_tessera("unwrap -q --quicklook " + jpg + " " + in + " " + out);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(jpg + ": --quicklook writes a PNG"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out));
+    EXPECT_FALSE(std::filesystem::exists(jpg));
+    EXPECT_EQ(testing::run_tessera("unwrap -q --quicklook " + (dir / "q.PNG") + " " + in + " " + out).exit_code, 0);
+    EXPECT_TRUE(std::filesystem::exists(dir / "q.PNG"));
 }
 
 }  // namespace
