@@ -22,10 +22,10 @@
 
 #include "io/hdf5_writer.h"
 #include "io/result_georef.h"
+#include "io/result_sink.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "partition/comm.h"
-#include "partition/strip_gather.h"
 #include "partition/surface_fit.h"
 #include "backend/backend.h"
 
@@ -83,10 +83,6 @@ GeoRef input_georef(const std::string& in, const RasterInfo& info) {
 }
 
 // --- the command ------------------------------------------------------------------
-
-namespace {
-
-}  // namespace
 
 BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm) {
     using clock = std::chrono::steady_clock;
@@ -212,14 +208,7 @@ BackgroundReport run_background(const BackgroundOptions& opt, MPI_Comm mpi_comm)
     if (!out_h5) {
         // GDAL cannot write one file from many processes: rank 0 writes the ranks' bands as
         // they arrive (partition/strip_gather.h), from memory.
-        std::unique_ptr<GeoTiffWriter> tif;
-        gather_strips_to_root(comm, own, z.data(), W, H, W, GeoTiffWriter::kStripRows,
-                              [&](int64_t s0, int64_t ns, const float* rows) {
-                                  if (!tif) tif = std::make_unique<GeoTiffWriter>(opt.output, H, W, GeoTiffWriter::Pixel::kFloat32, geo, nan);
-                                  tif->write_rows(s0, ns, rows);
-                                  if (s0 + ns == H) tif->finish();
-                              },
-                              opt.output + ": GeoTIFF output failed");
+        write_geotiff_from_ranks(comm, opt.output, H, W, geo, own, z.data(), W);
     }
     rep.write_seconds = lap();
     rep.seconds = comm.max(std::chrono::duration<double>(clock::now() - t0).count());

@@ -34,11 +34,6 @@
 
 namespace tessera {
 
-namespace {
-
-
-}  // namespace
-
 ClaheReport run_clahe(const ClaheOptions& opt, MPI_Comm mpi_comm) {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();

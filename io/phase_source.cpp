@@ -12,11 +12,15 @@ constexpr int64_t kRowBlock = 256;  // rows per coherence/mask read
 
 // Coherence g at pixel p of a: zero or NaN is masked, as SNAPHU and dolphin do; below thr is
 // low coherence.
+inline void mark_invalid(const RegionArrays& a, int64_t p) {
+    a.flags[p] |= kInvalid;
+    a.phase[p] = 0.0f;
+}
+
 inline void fold_coherence(const RegionArrays& a, int64_t p, float g, float thr, InputRanges& rg) {
     if (std::isfinite(g)) rg.coh_lo = std::min(rg.coh_lo, g), rg.coh_hi = std::max(rg.coh_hi, g);
     if (!(g > 0.0f)) {
-        a.flags[p] |= kInvalid;
-        a.phase[p] = 0.0f;
+        mark_invalid(a, p);
     } else if (g < thr) {
         a.flags[p] |= kLowCoherence;
     }
@@ -32,6 +36,18 @@ void fold_valid(const RegionArrays& a, const uint8_t* valid, InputRanges& rg) {
         if (ok) lo = std::min(lo, a.phase[i]), hi = std::max(hi, a.phase[i]);
     }
     rg.lo = lo, rg.hi = hi;
+}
+
+// A raster of window w read kRowBlock rows at a time; fold(pixel index in a, value) per pixel.
+template <class T, class Read, class Fold>
+void fold_in_blocks(const Window& w, Read&& read, Fold&& fold) {
+    std::vector<T> buf(static_cast<size_t>(kRowBlock * w.cols));
+    for (int64_t r = w.row0; r < w.row0 + w.rows; r += kRowBlock) {
+        const Window b{r, w.col0, std::min(kRowBlock, w.row0 + w.rows - r), w.cols};
+        read(b, buf.data());
+        for (int64_t i = 0; i < b.rows; ++i)
+            for (int64_t j = 0; j < b.cols; ++j) fold((r - w.row0 + i) * w.cols + j, buf[static_cast<size_t>(i * b.cols + j)]);
+    }
 }
 
 // Band `band` of a GDAL raster: the phase and its validity, nothing else.
@@ -65,30 +81,16 @@ public:
         const Window& w = a.buf;
         // Rows are final only once the rasters are folded in.
         InputRanges rg = base_->fill(a, mask_.empty() && coherence_.empty() ? ready : RowsReady{});
-        if (!mask_.empty()) {
-            RasterReader m(mask_, 1);
-            std::vector<uint8_t> buf(static_cast<size_t>(kRowBlock * w.cols));
-            for (int64_t r = w.row0; r < w.row0 + w.rows; r += kRowBlock) {
-                const Window b{r, w.col0, std::min(kRowBlock, w.row0 + w.rows - r), w.cols};
-                m.read_mask(b, buf.data(), w.cols);
-                for (int64_t i = 0; i < b.rows; ++i)
-                    for (int64_t j = 0; j < b.cols; ++j)
-                        if (!buf[static_cast<size_t>(i * b.cols + j)]) {
-                            a.flags[a.index(r + i, w.col0 + j)] |= kInvalid;
-                            a.phase[a.index(r + i, w.col0 + j)] = 0.0f;
-                        }
-            }
-        }
+        if (!mask_.empty())
+            fold_in_blocks<uint8_t>(
+                w, [&, m = RasterReader(mask_, 1)](const Window& b, uint8_t* buf) { m.read_mask(b, buf, w.cols); },
+                [&](int64_t p, uint8_t m) {
+                    if (!m) mark_invalid(a, p);
+                });
         if (!coherence_.empty()) {
-            RasterReader c(coherence_, 1);
-            std::vector<float> buf(static_cast<size_t>(kRowBlock * w.cols));
-            for (int64_t r = w.row0; r < w.row0 + w.rows; r += kRowBlock) {
-                const Window b{r, w.col0, std::min(kRowBlock, w.row0 + w.rows - r), w.cols};
-                c.read_float(b, buf.data(), w.cols);
-                for (int64_t i = 0; i < b.rows; ++i)
-                    for (int64_t j = 0; j < b.cols; ++j)
-                        fold_coherence(a, a.index(r + i, w.col0 + j), buf[static_cast<size_t>(i * b.cols + j)], thr_, rg);
-            }
+            const RasterReader c(coherence_, 1);
+            fold_in_blocks<float>(w, [&](const Window& b, float* buf) { c.read_float(b, buf, w.cols); },
+                                  [&](int64_t p, float g) { fold_coherence(a, p, g, thr_, rg); });
         }
         return rg;
     }
@@ -137,7 +139,7 @@ public:
             for (int64_t c = w.col0; c < w.col0 + w.cols; ++c) {
                 const size_t s = static_cast<size_t>(r * in_.W + c);
                 const int64_t p = a.index(r, c);
-                if (!in_.mask.empty() && !in_.mask[s]) a.flags[p] |= kInvalid, a.phase[p] = 0.0f;
+                if (!in_.mask.empty() && !in_.mask[s]) mark_invalid(a, p);
                 if (!in_.coherence.empty()) {
                     const float g = in_.coherence[s];
                     fold_coherence(a, p, std::isfinite(g) ? g : 0.0f, in_.min_coherence, rg);  // NaN reads as 0

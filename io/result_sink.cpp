@@ -30,15 +30,7 @@ public:
     GeoTiffSink(const std::string& path, int64_t H, int64_t W, const GeoRef& geo, Comm& comm)
         : path_(path), H_(H), W_(W), geo_(geo), comm_(comm) {}
     void write(const UnwrapResultWindow& r) override {
-        std::unique_ptr<GeoTiffWriter> tif;
-        gather_strips_to_root(
-            comm_, r.own, r.u, r.stride, H_, W_, GeoTiffWriter::kStripRows,
-            [&](int64_t r0, int64_t nr, const float* rows) {
-                if (!tif) tif = std::make_unique<GeoTiffWriter>(path_, H_, W_, GeoTiffWriter::Pixel::kFloat32, geo_, std::nan(""));
-                tif->write_rows(r0, nr, rows);
-                if (r0 + nr == H_) tif->finish();
-            },
-            path_ + ": GeoTIFF output failed");
+        write_geotiff_from_ranks(comm_, path_, H_, W_, geo_, r.own, r.u, r.stride);
     }
     void finish(const std::vector<Attribute>&) override {}
 
@@ -71,6 +63,19 @@ private:
 };
 
 }  // namespace
+
+void write_geotiff_from_ranks(Comm& comm, const std::string& path, int64_t H, int64_t W, const GeoRef& geo,
+                              const Window& own, const float* data, int64_t stride) {
+    std::unique_ptr<GeoTiffWriter> tif;  // rank 0's, made with the first strip
+    gather_strips_to_root(
+        comm, own, data, stride, H, W, GeoTiffWriter::kStripRows,
+        [&](int64_t r0, int64_t nr, const float* rows) {
+            if (!tif) tif = std::make_unique<GeoTiffWriter>(path, H, W, GeoTiffWriter::Pixel::kFloat32, geo, std::nan(""));
+            tif->write_rows(r0, nr, rows);
+            if (r0 + nr == H) tif->finish();
+        },
+        path + ": GeoTIFF output failed");
+}
 
 std::unique_ptr<ResultSink> hdf5_result_sink(Hdf5Writer& out, int compress_phase) {
     return std::make_unique<Hdf5Sink>(out, compress_phase);

@@ -38,6 +38,12 @@ std::unique_ptr<ResultSink> hdf5_result_sink(Hdf5Writer& out, int compress_phase
 std::unique_ptr<ResultSink> geotiff_result_sink(const std::string& path, int64_t H, int64_t W, const GeoRef& geo,
                                                 Comm& comm);
 
+// The ranks' windows `own` (row stride `stride`) of an H x W float image as one GeoTIFF at
+// `path` (NaN nodata), written by rank 0 as strips arrive (partition/strip_gather.h).
+// Collective; failures agreed on (InputError::everywhere).
+void write_geotiff_from_ranks(Comm& comm, const std::string& path, int64_t H, int64_t W, const GeoRef& geo,
+                              const Window& own, const float* data, int64_t stride);
+
 // Arrays the caller owns, H x W row-major: u, labels (4 bytes) and, when not empty, k.
 struct MemoryResult {
     int64_t H = 0, W = 0;

@@ -68,7 +68,6 @@ struct ChunkArrays {
 // reference pixel), kept from the chunks as they pass.
 class BorderStates {
 public:
-    explicit BorderStates(const Window& own) : own_(own) {}
     void keep(const Window& w, std::vector<PixelState> s) { kept_.push_back({w, std::move(s)}); }
     std::vector<PixelState> strip(const Window& w) const {
         std::vector<PixelState> out;
@@ -85,7 +84,6 @@ private:
         TESSERA_INVARIANT(false, "chunked solve: a pixel state that no chunk kept");
         return {};
     }
-    Window own_;
     std::vector<std::pair<Window, std::vector<PixelState>>> kept_;
 };
 
@@ -143,7 +141,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     // Pass 2: cuts, each chunk's union-find; the constraints across chunk borders from the
     // border rows' states, as the region finds those across its tile borders.
     RegionComponents comps;
-    chunked::BorderStates borders(own);
+    chunked::BorderStates borders;
     std::vector<PixelState> above;  // the previous chunk's last row
     for (const Window& cw : chunks)
         with_chunk(cw, [&](Region& region, const RegionArrays&) {

@@ -21,6 +21,7 @@
 #include "app/synth.h"
 #include "pipeline/unwrap_pipeline.h"
 #include "support/cli.h"
+#include "support/scene_input.h"
 
 namespace tessera {
 namespace {
@@ -156,13 +157,7 @@ TEST(Mpi, LakesAcrossRanksStayOneComponent) {
 TEST(Mpi, ChunkedRegionsBitIdenticalToOneRankInOnePiece) {
     const SynthScene s = make_scene("holes", 263, 300, 13);
     const int64_t H = s.rows, W = s.cols, n = H * W;
-    std::vector<float> phase(static_cast<size_t>(n));
-    std::vector<uint8_t> flags(static_cast<size_t>(n));
-    for (size_t i = 0; i < phase.size(); ++i) {
-        const bool ok = std::isfinite(s.wrapped[i]) && s.coherence[i] > 0.0f;
-        phase[i] = ok ? s.wrapped[i] : 0.0f;
-        flags[i] = ok ? (s.coherence[i] < 0.3f ? kLowCoherence : 0) : kInvalid;
-    }
+    const auto [ih, iw, phase, flags] = testing::scene_input(s, 0.3f);
     UnwrapParams p;
     p.min_component_size = 10;
     std::vector<float> u1 = phase;

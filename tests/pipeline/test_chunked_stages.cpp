@@ -14,25 +14,13 @@
 #include "pipeline/chunked_stages.h"
 #include "pipeline/unwrap_region.h"
 #include "support/open_edges.h"
+#include "support/scene_input.h"
 
 namespace tessera {
 namespace {
 
-struct Input {
-    int64_t H = 0, W = 0;
-    std::vector<float> phase;
-    std::vector<uint8_t> flags;
-};
-
-Input input_of(const SynthScene& s, float min_coherence) {
-    Input in{s.rows, s.cols, std::vector<float>(s.wrapped.size()), std::vector<uint8_t>(s.wrapped.size())};
-    for (size_t i = 0; i < s.wrapped.size(); ++i) {
-        const bool ok = std::isfinite(s.wrapped[i]) && s.coherence[i] > 0.0f;
-        in.phase[i] = ok ? s.wrapped[i] : 0.0f;
-        in.flags[i] = ok ? (s.coherence[i] < min_coherence ? kLowCoherence : 0) : kInvalid;
-    }
-    return in;
-}
+using Input = testing::SceneInput;
+inline Input input_of(const SynthScene& s, float min_coherence) { return testing::scene_input(s, min_coherence); }
 
 struct Output {
     std::vector<float> u;
