@@ -157,11 +157,8 @@ void check_same_size(const std::string& path, const RasterInfo& info, const Rast
                                    std::to_string(ref.rows));
 }
 
-}  // namespace
-
-UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) { return run_unwrap(opt, nullptr, mpi_comm); }
-
-UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_Comm mpi_comm) {
+// The run: into the files of `opt`, or into `memory` when given (no file written or checked).
+UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResult* memory, MPI_Comm mpi_comm) {
     using clock = std::chrono::steady_clock;
     const auto t_start = clock::now();
     Comm comm(mpi_comm);
@@ -205,9 +202,10 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
                                  " is outside [0, 1] (coherence is a magnitude between 0 and 1)");
         // Outputs: never an input, never two of them one file, only regular files, existing
         // ones only with --overwrite (section 7).
-        check_outputs({opt.output, opt.geotiff, opt.quicklook}, {opt.input, opt.coherence, opt.mask},
-                      opt.overwrite);
-        if (!opt.quicklook.empty()) {  // a PNG: a name that says otherwise is refused (after the checks above)
+        if (!memory)
+            check_outputs({opt.output, opt.geotiff, opt.quicklook}, {opt.input, opt.coherence, opt.mask},
+                          opt.overwrite);
+        if (!memory && !opt.quicklook.empty()) {  // a PNG: a name that says otherwise is refused (after the checks above)
             std::string ext = std::filesystem::path(opt.quicklook).extension().string();
             for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
             if (ext != ".png")
@@ -227,14 +225,17 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         const int64_t per_pixel = 4 + 1 + 4 + 1 + (opt.save_cycles ? 4 : 0) + 16;
         const int64_t need = buf.size() * per_pixel;
         check_memory(opt.input, need, buf.rows, buf.cols, std::max<int64_t>(1, local_ranks));
-        check_output_space(opt, H * W);
+        if (!memory) check_output_space(opt, H * W);
     });
     // Every output goes to a unique temporary; rank 0 renames them all together at the end
     // (io/output_set.h). Created before any work so that a bad output path fails first.
     OutputSet outputs(opt.overwrite);
     CollectOutputs collect(outputs);
     std::unique_ptr<Hdf5Writer> out;
-    agree(comm, [&] { out = std::make_unique<Hdf5Writer>(opt.output, mpi_comm, H, W); });
+    if (!memory) agree(comm, [&] { out = std::make_unique<Hdf5Writer>(opt.output, mpi_comm, H, W); });
+    TESSERA_INVARIANT(!memory || (memory->H == H && memory->W == W && memory->u.size() == static_cast<size_t>(H * W) &&
+                                  memory->label.size() == static_cast<size_t>(H * W)),
+                      "memory result arrays are not the phase's size");
     rep.rows = H;
     rep.cols = W;
 
@@ -265,8 +266,9 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         }
         agree(comm, [&] {
             if (lo <= hi) check_phase_range(opt.input, lo, hi, valid, jumps);
-            if (!opt.coherence.empty() && coh_lo <= coh_hi && (coh_lo < 0.0 || coh_hi > 1.0 + 1e-4))
-                throw InputError(opt.coherence, "values in [" + fmt(coh_lo) + ", " + fmt(coh_hi) +
+            // Coherence folded in (a raster, or an array in memory): a magnitude in [0, 1].
+            if (coh_lo <= coh_hi && (coh_lo < 0.0 || coh_hi > 1.0 + 1e-4))
+                throw InputError(opt.coherence.empty() ? std::string("coherence") : opt.coherence, "values in [" + fmt(coh_lo) + ", " + fmt(coh_hi) +
                                                     "]: not a coherence (expected values in [0, 1])");
             if (valid == 0) throw InputError(opt.input, "no valid pixels (all nodata or masked)");
             if (opt.reference && own.contains(opt.reference->first, opt.reference->second) &&
@@ -327,8 +329,11 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
     }
     // Every sink takes the same window of the result (io/result_sink.h).
     std::vector<std::unique_ptr<ResultSink>> sinks;
-    sinks.push_back(hdf5_result_sink(*out, opt.compress_phase));
-    if (!opt.geotiff.empty())
+    if (memory)
+        sinks.push_back(memory_result_sink(*memory));
+    else
+        sinks.push_back(hdf5_result_sink(*out, opt.compress_phase));
+    if (!memory && !opt.geotiff.empty())
         sinks.push_back(geotiff_result_sink(opt.geotiff, H, W, GeoRef{info.has_geotransform, info.geotransform, info.projection_wkt}, comm));
     const UnwrapResultWindow window{own, stride, phase.data() + o, static_cast<const uint8_t*>(a.label) + o * lb, lb,
                                     opt.save_cycles ? cycles.data() + o : nullptr, opt.save_residues ? q.data() : nullptr,
@@ -337,7 +342,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         sink->write(window);
         sink->finish(attrs);
     }
-    if (!opt.quicklook.empty()) {
+    if (!memory && !opt.quicklook.empty()) {
         // Each rank reduces its window to quicklook cells; rank 0 draws them.
         const QuicklookGrid qg = quicklook_grid(H, W, 1024);
         const auto parts = comm.gatherv(quicklook_cells(phase.data() + o, static_cast<const uint8_t*>(a.label) + o * lb, own, stride, qg, lb), 0);
@@ -366,6 +371,18 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
     stage_done("write");
     rep.total_seconds = comm.max(std::chrono::duration<double>(clock::now() - t_start).count());
     return rep;
+}
+
+}  // namespace
+
+UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) { return run(opt, nullptr, nullptr, mpi_comm); }
+
+UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* source, MPI_Comm mpi_comm) {
+    return run(opt, source, nullptr, mpi_comm);
+}
+
+UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource& source, MemoryResult& result, MPI_Comm mpi_comm) {
+    return run(opt, &source, &result, mpi_comm);
 }
 
 }  // namespace tessera
