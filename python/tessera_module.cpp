@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
