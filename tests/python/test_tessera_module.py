@@ -204,6 +204,22 @@ class Scenes(unittest.TestCase):
         # The module still works after every error.
         self.assertEqual(tessera.unwrap(p)[0].shape, p.shape)
 
+    # A failure inside the core (tests inject one through TESSERA_INJECT_ERROR, as the MPI
+    # tests do) is a RuntimeError in Python: the process goes on.
+    def test_core_failures_are_exceptions_not_exits(self):
+        code = ("import numpy as np, tessera\n"
+                "try:\n"
+                "    tessera.unwrap(np.zeros((40, 50), np.float32))\n"
+                "except RuntimeError as e:\n"
+                "    print('RuntimeError:', e)\n"
+                "print('alive')\n")
+        for spec, words in (("0:residues:invariant", "internal error"), ("0:union_find", "injected error")):
+            r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, TESSERA_INJECT_ERROR=spec),
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("RuntimeError: " + words, r.stdout)
+            self.assertTrue(r.stdout.endswith("alive\n"), r.stdout)
+
     # (5) The GIL is released while it runs.
     def test_other_threads_run_meanwhile(self):
         ticks, stop = [], threading.Event()
