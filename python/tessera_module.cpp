@@ -46,7 +46,8 @@ void check_range(const char* arg, T v, T lo, T hi, const char* why) {
 py::tuple unwrap(const py::object& phase_or_ifg, const py::object& coherence, const py::object& mask, int64_t cut_radius,
                  double min_coherence, int64_t min_component_size, int64_t tile_size,
                  std::optional<std::pair<int64_t, int64_t>> reference, const std::string& backend,
-                 std::optional<double> nodata, std::optional<int> device) {
+                 std::optional<double> nodata, std::optional<int> device, std::optional<int64_t> memory_limit,
+                 std::optional<int64_t> gpu_memory_limit) {
     NumpyInput input = numpy_input(phase_or_ifg, coherence, mask);
     const int64_t H = input.in.H, W = input.in.W;
     // The options, named as the caller named them (the driver checks them again, by CLI names).
@@ -58,6 +59,9 @@ py::tuple unwrap(const py::object& phase_or_ifg, const py::object& coherence, co
         throw py::value_error("reference: pixel (" + std::to_string(reference->first) + ", " +
                               std::to_string(reference->second) + ") is outside the image " +
                               shape_text(input.phase));
+    if (memory_limit) check_range("memory_limit", *memory_limit, int64_t{1}, std::numeric_limits<int64_t>::max(), " (bytes)");
+    if (gpu_memory_limit)
+        check_range("gpu_memory_limit", *gpu_memory_limit, int64_t{1}, std::numeric_limits<int64_t>::max(), " (bytes)");
     if (backend != "auto" && backend != "cpu" && backend != "cuda")
         throw py::value_error("backend: '" + backend + "' is not 'auto', 'cpu' or 'cuda'");
 
@@ -69,6 +73,8 @@ py::tuple unwrap(const py::object& phase_or_ifg, const py::object& coherence, co
     opt.min_component_size = min_component_size;
     opt.min_coherence = min_coherence;
     opt.device = device.value_or(-1);
+    opt.memory_limit = memory_limit.value_or(-1);  // -1: what the machine has (section 5.1)
+    opt.gpu_memory_limit = gpu_memory_limit.value_or(-1);
     opt.quiet = true;
     input.in.min_coherence = static_cast<float>(min_coherence);
     input.in.nodata = nodata;
@@ -102,7 +108,7 @@ py::tuple unwrap(const py::object& phase_or_ifg, const py::object& coherence, co
 
 constexpr const char* kUnwrapDoc = R"doc(unwrap(phase_or_ifg, coherence=None, mask=None, *, cut_radius=16, min_coherence=0.0,
        min_component_size=100, tile_size=512, reference=None, backend='auto', nodata=None,
-       device=None) -> (unw, conncomp)
+       device=None, memory_limit=None, gpu_memory_limit=None) -> (unw, conncomp)
 
 Unwraps a 2-D wrapped phase; the result is the command line's (`tessera unwrap`), bit for bit.
 
@@ -120,6 +126,8 @@ backend : 'auto' (CUDA when this tessera has it and a GPU is visible), 'cpu' or 
     result is the same.
 nodata : phase value (real part of an interferogram) that marks invalid pixels.
 device : CUDA device (default: the first).
+memory_limit, gpu_memory_limit : bytes the run may hold on the host and on the GPU (default:
+    what is available); a run that does not fit in one piece runs in chunks, same result.
 
 Returns (unw, conncomp): float32 unwrapped phase (NaN where invalid) and uint32 connected
 components (1..N by size descending, 0 = invalid, low coherence or small component).
@@ -140,5 +148,6 @@ PYBIND11_MODULE(tessera, m) {
     m.def("unwrap", &tessera::python::unwrap, tessera::python::kUnwrapDoc, "phase_or_ifg"_a,
           "coherence"_a = py::none(), "mask"_a = py::none(), py::kw_only(), "cut_radius"_a = 16,
           "min_coherence"_a = 0.0, "min_component_size"_a = 100, "tile_size"_a = 512, "reference"_a = py::none(),
-          "backend"_a = "auto", "nodata"_a = py::none(), "device"_a = py::none());
+          "backend"_a = "auto", "nodata"_a = py::none(), "device"_a = py::none(), "memory_limit"_a = py::none(),
+          "gpu_memory_limit"_a = py::none());
 }

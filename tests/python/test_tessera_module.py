@@ -102,6 +102,17 @@ class Scenes(unittest.TestCase):
         assert_same_bits(self, got, want)
         self.assertEqual(got[0][40, 50], 0.0)
 
+    def test_chunks_as_the_command_line(self):
+        # 300 x 400 in tiles of 32 needs about 3 MiB in one piece: 1 MiB makes chunks.
+        want = cli_unwrap(self.wrapped_tif, self.path("cli_chunks.h5"), "--coherence", self.coherence_tif,
+                          "--min-coherence", "0.3", "--tile-size", "32", "--memory-limit", "1M")
+        got = tessera.unwrap(self.phase, self.coherence, min_coherence=0.3, tile_size=32, memory_limit=1 << 20)
+        assert_same_bits(self, got, want)
+        assert_same_bits(self, tessera.unwrap(self.phase, self.coherence, min_coherence=0.3), want)
+        with self.assertRaises(ValueError) as ctx:  # not even one row of tiles fits
+            tessera.unwrap(self.phase, tile_size=32, memory_limit=100000)
+        self.assertIn("memory-limit", str(ctx.exception))
+
     def test_float64_nodata_and_mask_as_the_command_line(self):
         phase64 = self.phase.astype(np.float64)
         phase64[np.isnan(phase64)] = -9999.0  # nodata as a value, as in many InSAR products
