@@ -53,6 +53,11 @@ public:
     void write_u8(const std::string& name, const Window& own, const uint8_t* data, int64_t stride,
                   const std::vector<Attribute>& attrs);
 
+    // A result handed over in windows (a chunked run, docs/ARCHITECTURE.md section 5.1): a
+    // write to a dataset that exists writes this window into it (the first write made it, with
+    // its attributes). Off by default: then writing a dataset twice is an error. Same on every rank.
+    void set_windowed(bool on) { windowed_ = on; }
+
     // Deflate level (with shuffle) of the datasets written next: 0 = chunked, uncompressed.
     // Default 1. Same value on every rank.
     void set_deflate(int level) { deflate_level_ = level; }
@@ -84,6 +89,7 @@ private:
     int64_t file_ = -1;  // hid_t
     bool committed_ = false;
     int deflate_level_ = 1;
+    bool windowed_ = false;
     bool failed_together_ = false;  // a failure was thrown on every rank alike
 };
 
