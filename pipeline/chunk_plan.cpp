@@ -9,9 +9,10 @@
 namespace tessera {
 
 ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles) {
-    // Measured (peak RSS against chunk height, CPU, 4096^2 holes): about 27 B a pixel, as in one
-    // piece: the chunk's arrays (phase 4, flags 1, labels 4, k 4) and the Region's own.
-    const int64_t arrays = 4 + 1 + 4 + (cycles ? 4 : 0);
+    // Two chunks' arrays (phase 4, flags 1, labels 4, k 4): the next one is read ahead; on the
+    // CPU the Region's own beside them (union-find words, tile scratch: 18, measured from the
+    // peak RSS against the chunk height at 4096^2).
+    const int64_t arrays = 2 * (4 + 1 + 4 + (cycles ? 4 : 0));
     return cuda ? ChunkBytes{arrays, 24} : ChunkBytes{arrays + 18, 0};
 }
 

@@ -9,9 +9,10 @@
 
 namespace tessera {
 
-// Bytes a rank holds per pixel of a chunk's buffer (section 8): host arrays (phase 4, flags
-// 1, labels 4, k 4 when kept) plus, on the CPU backend, the Region's own (union-find words,
-// tile scratch: 18 measured); on the CUDA backend the device holds at most 24.
+// Bytes a rank holds per pixel of a chunk's buffer (section 8): host arrays of two chunks
+// (phase 4, flags 1, labels 4, k 4 when kept; the next chunk is read ahead) plus, on the CPU
+// backend, the Region's own (union-find words, tile scratch: 18 measured); on the CUDA
+// backend the device holds at most 24.
 struct ChunkBytes {
     int64_t host = 0, device = 0;
 };

@@ -497,6 +497,10 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
                          progress.chunk(names[pass], done, total, px, px_total);
                      },
                      opt.save_residues ? &res : nullptr};
+        // GDAL reading through the HDF5 library must not run beside the result's HDF5 writes.
+        run.read_ahead = !driver_uses_hdf5(info.driver) &&
+                         (opt.coherence.empty() || !driver_uses_hdf5(RasterReader(opt.coherence, 1).info().driver)) &&
+                         (opt.mask.empty() || !driver_uses_hdf5(RasterReader(opt.mask, 1).info().driver));
         st = ops.unwrap_chunked(grid, comm, params, plan.tile_rows, opt.save_cycles, run);
         add_region_stats(rep, st);
         const std::vector<Attribute> attrs = finish_report(rep, st, comm, opt, info, grid);
