@@ -182,16 +182,19 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
     const PhaseSource* in = given;
     RankGrid grid;
     agree(comm, [&] {
+        const int coh_band = opt.coherence.empty() ? 1 : auxiliary_band(opt.coherence, opt.coherence_band, "--coherence-band");
+        const int mask_band = opt.mask.empty() ? 1 : auxiliary_band(opt.mask, opt.mask_band, "--mask-band");
         if (!in) {
-            owned = gdal_phase_source(opt.input, opt.band, opt.coherence, opt.mask, static_cast<float>(opt.min_coherence));
+            owned = gdal_phase_source(opt.input, opt.band, opt.coherence, opt.mask, static_cast<float>(opt.min_coherence),
+                                      coh_band, mask_band);
             in = owned.get();
         }
         const RasterInfo& info = in->info();
         if (info.rows < 2 || info.cols < 2)
             throw InputError(opt.input, "image is " + std::to_string(info.cols) + "x" + std::to_string(info.rows) +
                                             " (cols x rows); at least 2x2 is needed");
-        if (!opt.coherence.empty()) check_same_size(opt.coherence, RasterReader(opt.coherence, 1).info(), info);
-        if (!opt.mask.empty()) check_same_size(opt.mask, RasterReader(opt.mask, 1).info(), info);
+        if (!opt.coherence.empty()) check_same_size(opt.coherence, RasterReader(opt.coherence, coh_band).info(), info);
+        if (!opt.mask.empty()) check_same_size(opt.mask, RasterReader(opt.mask, mask_band).info(), info);
         if (opt.reference && (opt.reference->first < 0 || opt.reference->first >= info.rows ||
                               opt.reference->second < 0 || opt.reference->second >= info.cols))
             throw InputError(opt.input, "reference pixel (" + std::to_string(opt.reference->first) + ", " +
