@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -27,6 +26,7 @@
 #include "io/output_path.h"
 #include "io/output_set.h"
 #include "io/phase_source.h"
+#include "io/png_writer.h"
 #include "io/result_sink.h"
 #include "io/raster_reader.h"
 #include "pipeline/host_buffer.h"
@@ -210,12 +210,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         // ones only with --overwrite (section 7).
         check_outputs({opt.output, opt.geotiff, opt.quicklook}, {opt.input, opt.coherence, opt.mask},
                       opt.overwrite);
-        if (!opt.quicklook.empty()) {  // a PNG: a name that says otherwise is refused (after the checks above)
-            std::string ext = std::filesystem::path(opt.quicklook).extension().string();
-            for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-            if (ext != ".png")
-                throw InputError(opt.quicklook, "--quicklook writes a PNG: name it *.png");
-        }
+        if (!opt.quicklook.empty()) check_png_name(opt.quicklook, "--quicklook");  // after the checks above
         grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
     });
     select_rank_device(comm, opt.backend, opt.device, opt.share_gpus);
