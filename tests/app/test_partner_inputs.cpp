@@ -207,5 +207,33 @@ TEST(PartnerInputs, MissingPartnerNamesTheInterferogram) {
     EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
+// A batch's quicklooks: one name for several frames is refused before any work (the first frame
+// would write it and the next be refused); a template gives each frame its own picture, the same
+// bytes as the one-by-one run's.
+TEST(PartnerInputs, BatchQuicklookPerFrame) {
+    TempDir dir("batch_quicklook");
+    for (int i = 0; i < 2; ++i) {
+        const SynthScene s = make_scene(i ? "bowl" : "topo", 48, 56, 3);
+        write_f32(dir / ("f" + std::to_string(i) + ".tif"), 48, 56, s.wrapped);
+    }
+    const auto one_name = run_tessera("unwrap -q '" + dir / "f*.tif' " + dir / "out --quicklook " + dir / "q.png");
+    EXPECT_EQ(one_name.exit_code, 2);
+    EXPECT_EQ(std::count(one_name.err.begin(), one_name.err.end(), '\n'), 1) << one_name.err;
+    EXPECT_NE(one_name.err.find("--quicklook names one file"), std::string::npos) << one_name.err;
+    EXPECT_FALSE(fs::exists(dir / "out"));
+    EXPECT_FALSE(fs::exists(dir / "q.png"));
+    ASSERT_EQ(run_tessera("unwrap -q '" + dir / "f*.tif' " + dir / "out --quicklook '" + dir / "out/{stem}.png'")
+                  .exit_code, 0);
+    for (int i = 0; i < 2; ++i) {
+        const std::string f = "f" + std::to_string(i);
+        ASSERT_EQ(run_tessera("unwrap -q " + dir / (f + ".tif") + " " + dir / (f + ".h5") + " --quicklook " +
+                              dir / (f + ".png")).exit_code, 0);
+        const std::string batch = testing::slurp(dir / ("out/" + f + ".png"));
+        EXPECT_FALSE(batch.empty()) << f;
+        EXPECT_EQ(batch, testing::slurp(dir / (f + ".png"))) << f;
+    }
+    EXPECT_NE(testing::slurp(dir / "out/f0.png"), testing::slurp(dir / "out/f1.png"));
+}
+
 }  // namespace
 }  // namespace tessera
