@@ -41,23 +41,24 @@ std::string partner_file(const std::string& tmpl, const std::string& input, cons
 }
 
 void check_partners(const std::string& in, const RasterInfo& ri, const UnwrapOptions& base, bool same_size) {
-    const std::pair<const std::string*, int> partners[] = {{&base.coherence, base.coherence_band},
-                                                           {&base.mask, base.mask_band}};
-    for (const auto& [tmpl, band] : partners) {
-        if (tmpl->empty()) continue;
-        const bool coherence = tmpl == &base.coherence;
-        const std::string option = coherence ? "--coherence" : "--mask";
-        const std::string file = partner_file(*tmpl, in, option);
+    struct Partner {
+        const std::string& tmpl;
+        int band;
+        const char *option, *what;
+    };
+    for (const Partner& p : {Partner{base.coherence, base.coherence_band, "--coherence", "its coherence"},
+                             Partner{base.mask, base.mask_band, "--mask", "its mask"}}) {
+        if (p.tmpl.empty()) continue;
+        const std::string file = partner_file(p.tmpl, in, p.option);
         try {
-            const RasterReader r(file, auxiliary_band(file, band, option + "-band"));
+            const RasterReader r(file, auxiliary_band(file, p.band, std::string(p.option) + "-band"));
             if (same_size && (r.info().rows != ri.rows || r.info().cols != ri.cols))
                 throw InputError(file, "size " + std::to_string(r.info().cols) + "x" + std::to_string(r.info().rows) +
                                            " (cols x rows) differs from the input's " + std::to_string(ri.cols) +
                                            "x" + std::to_string(ri.rows));
         } catch (const InputError& e) {
-            throw InputError(in, std::string(coherence ? "its coherence" : "its mask") +
-                                     (is_partner_template(*tmpl) ? " (" + option + " '" + *tmpl + "')" : "") + ": " +
-                                     e.what());
+            const std::string how = is_partner_template(p.tmpl) ? std::string(" (") + p.option + " '" + p.tmpl + "')" : "";
+            throw InputError(in, p.what + how + ": " + e.what());
         }
     }
 }
