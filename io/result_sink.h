@@ -32,6 +32,15 @@ public:
 // Every dataset of the result into `out` (io/unwrap_result_writer.h), committed by finish();
 // `out` must outlive it.
 std::unique_ptr<ResultSink> hdf5_result_sink(Hdf5Writer& out, int compress_phase);
+// The same for a run that hands its result over in windows (a chunked run, docs/
+// ARCHITECTURE.md section 5.1): write() may be called many times, the same number of times on
+// every rank (empty windows allowed), and writes each window at once.
+std::unique_ptr<ResultSink> hdf5_windows_sink(Hdf5Writer& out, int compress_phase);
+// The unwrapped phase of `out`'s file, once finished, copied by rank 0 into a float32 GeoTIFF
+// at `path` (NaN nodata) in strips: for a result that no rank holds whole. finish() must come
+// after the HDF5 sink's; write() does nothing. Failures agreed on (InputError::everywhere).
+std::unique_ptr<ResultSink> geotiff_from_hdf5_sink(const Hdf5Writer& out, const std::string& path, int64_t H,
+                                                   int64_t W, const GeoRef& geo, Comm& comm);
 
 // The unwrapped phase as a float32 GeoTIFF at `path` (NaN nodata), H x W, written by rank 0
 // of `comm` from the ranks' windows; failures agreed on (InputError::everywhere).

@@ -7,6 +7,11 @@ namespace tessera {
 
 void write_unwrap_result(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase,
                          const std::vector<Attribute>& root_attributes) {
+    write_unwrap_datasets(out, r, compress_phase);
+    out.write_attributes(root_attributes);
+}
+
+void write_unwrap_datasets(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase) {
     const double nan = std::nan("");
     // A noisy float phase deflates about 1.3x at ~45 MB/s per core (README): off by default.
     out.set_deflate(compress_phase);
@@ -29,7 +34,6 @@ void write_unwrap_result(Hdf5Writer& out, const UnwrapResultWindow& r, int compr
         out.write_u8("branch_cuts", r.own, r.cuts, r.own.cols,
                      {{"description", std::string("blocked edges: bit 0 right edge, bit 1 down edge (cuts and "
                                                   "edges touching invalid pixels)")}});
-    out.write_attributes(root_attributes);
 }
 
 }  // namespace tessera
