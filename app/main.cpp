@@ -160,14 +160,16 @@ int main(int argc, char** argv) {
     auto* unwrap = app.add_subcommand("unwrap", "unwrap a wrapped phase or complex interferogram (any GDAL raster)");
     tessera::UnwrapBatchCli ub;  // IN... OUT, --from-hologram and its demodulation options
     tessera::add_unwrap_batch_options(unwrap, ub);
-    unwrap->add_option("--coherence", uo.coherence,
+    auto* coherence_option = unwrap->add_option("--coherence", uo.coherence,
                        "coherence raster of the same size (0 or NaN = masked), or each input's own: a template with "
                        "{dir} {stem} {name} of the input, e.g. '{dir}/{name}.cor.tif'");
-    unwrap->add_option("--mask", uo.mask, "mask raster of the same size (nonzero = valid), or a template as --coherence");
+    auto* mask_option = unwrap->add_option("--mask", uo.mask, "mask raster of the same size (nonzero = valid), or a template as --coherence");
     unwrap->add_option("--coherence-band", uo.coherence_band, "band of the coherence raster (needed when it has several)")
-        ->check(CLI::Range(1, 65535));
+        ->check(CLI::Range(1, 65535))
+        ->needs(coherence_option);
     unwrap->add_option("--mask-band", uo.mask_band, "band of the mask raster (needed when it has several)")
-        ->check(CLI::Range(1, 65535));
+        ->check(CLI::Range(1, 65535))
+        ->needs(mask_option);
     unwrap->add_option("--band", uo.band, "band of IN (1-based)")->capture_default_str()->check(CLI::Range(1, 65535));
     unwrap->add_option("--tile-size", uo.tile_size, "tile side in pixels (the result does not depend on it)")
         ->capture_default_str();

@@ -180,6 +180,12 @@ TEST(PartnerInputs, BatchPairsEachInputWithItsOwnCoherence) {
         one.coherence = dir / ("stack/" + name + ".cor.tif");
         one.output = dir / ("one" + std::to_string(i) + ".h5");
         run_unwrap(one, MPI_COMM_WORLD);
+        // One run with the template: its own partner too.
+        const std::string alone = dir / ("alone" + std::to_string(i) + ".h5");
+        ASSERT_EQ(run_tessera("unwrap -q " + one.input + " " + alone + " --coherence '{dir}/{name}.cor.tif' "
+                              "--min-coherence 0.3").exit_code, 0);
+        EXPECT_TRUE(same_bits(read_dataset<float>(alone, "unwrapped_phase"),
+                              read_dataset<float>(one.output, "unwrapped_phase"))) << alone;
         for (const std::string& b : {out + "/" + name + ".int.h5", dir / ("cli/" + name + ".int.h5")}) {
             EXPECT_TRUE(same_bits(read_dataset<float>(b, "unwrapped_phase"),
                                   read_dataset<float>(one.output, "unwrapped_phase"))) << b;
