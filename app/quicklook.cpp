@@ -198,13 +198,14 @@ std::vector<uint8_t> render_quicklook(const QuicklookGrid& g, const std::vector<
             put(r, x_wrap + c, hue_wheel(static_cast<double>(c) / last * (1.0 - 1e-9)));  // -pi .. just below pi
         }
     const RGB white{255, 255, 255};
+    constexpr int64_t kMargin = 3;  // right-aligned text stays clear of the next panel's
     const std::string u_lo = radians(lo), u_hi = radians(hi);
     draw_text(rgb.data(), W, H, g.text_row0(), 0, u_lo, white);
     if (span > 0)
         draw_text(rgb.data(), W, H, g.text_row0(),
-                  std::max(g.panel_cols - text_width(u_hi), text_width(u_lo) + kGlyphAdvance), u_hi, white);
+                  std::max(g.panel_cols - text_width(u_hi) - kMargin, text_width(u_lo) + kGlyphAdvance), u_hi, white);
     draw_text(rgb.data(), W, H, g.text_row0(), x_wrap, "-pi", white);
-    draw_text(rgb.data(), W, H, g.text_row0(), std::max(x_wrap + g.panel_cols - text_width("pi rad"), x_wrap + 4 * kGlyphAdvance),
+    draw_text(rgb.data(), W, H, g.text_row0(), std::max(x_wrap + g.panel_cols - text_width("pi rad") - kMargin, x_wrap + 4 * kGlyphAdvance),
               "pi rad", white);
     return rgb;
 }
