@@ -72,8 +72,13 @@ private:
 class WithRasters final : public PhaseSource {
 public:
     WithRasters(std::unique_ptr<PhaseSource> base, const std::string& coherence, const std::string& mask,
-                float min_coherence)
-        : base_(std::move(base)), coherence_(coherence), mask_(mask), thr_(min_coherence) {}
+                float min_coherence, int coherence_band, int mask_band)
+        : base_(std::move(base)),
+          coherence_(coherence),
+          mask_(mask),
+          thr_(min_coherence),
+          coherence_band_(coherence_band),
+          mask_band_(mask_band) {}
     const RasterInfo& info() const override { return base_->info(); }
     const std::string& name() const override { return base_->name(); }
 
@@ -83,12 +88,12 @@ public:
         InputRanges rg = base_->fill(a, mask_.empty() && coherence_.empty() ? ready : RowsReady{});
         if (!mask_.empty())
             fold_in_blocks<uint8_t>(
-                w, [&, m = RasterReader(mask_, 1)](const Window& b, uint8_t* buf) { m.read_mask(b, buf, w.cols); },
+                w, [&, m = RasterReader(mask_, mask_band_)](const Window& b, uint8_t* buf) { m.read_mask(b, buf, w.cols); },
                 [&](int64_t p, uint8_t m) {
                     if (!m) mark_invalid(a, p);
                 });
         if (!coherence_.empty()) {
-            const RasterReader c(coherence_, 1);
+            const RasterReader c(coherence_, coherence_band_);
             fold_in_blocks<float>(w, [&](const Window& b, float* buf) { c.read_float(b, buf, w.cols); },
                                   [&](int64_t p, float g) { fold_coherence(a, p, g, thr_, rg); });
         }
@@ -99,6 +104,7 @@ private:
     std::unique_ptr<PhaseSource> base_;
     std::string coherence_, mask_;
     float thr_;
+    int coherence_band_, mask_band_;
 };
 
 class MemoryPhaseSource final : public PhaseSource {
@@ -155,14 +161,17 @@ private:
 }  // namespace
 
 std::unique_ptr<PhaseSource> gdal_phase_source(const std::string& path, int band, const std::string& coherence,
-                                               const std::string& mask, float min_coherence) {
-    return with_coherence_and_mask(std::make_unique<RasterPhaseSource>(path, band), coherence, mask, min_coherence);
+                                               const std::string& mask, float min_coherence, int coherence_band,
+                                               int mask_band) {
+    return with_coherence_and_mask(std::make_unique<RasterPhaseSource>(path, band), coherence, mask, min_coherence,
+                                   coherence_band, mask_band);
 }
 
 std::unique_ptr<PhaseSource> with_coherence_and_mask(std::unique_ptr<PhaseSource> base, const std::string& coherence,
-                                                     const std::string& mask, float min_coherence) {
+                                                     const std::string& mask, float min_coherence,
+                                                     int coherence_band, int mask_band) {
     if (coherence.empty() && mask.empty()) return base;
-    return std::make_unique<WithRasters>(std::move(base), coherence, mask, min_coherence);
+    return std::make_unique<WithRasters>(std::move(base), coherence, mask, min_coherence, coherence_band, mask_band);
 }
 
 std::unique_ptr<PhaseSource> memory_phase_source(MemoryInput in) {

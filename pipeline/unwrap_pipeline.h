@@ -22,6 +22,9 @@ struct UnwrapOptions {
     std::string coherence, mask, geotiff;  // empty = none
     std::string quicklook;                 // PNG; empty = none
     int band = 1;
+    // Bands of the coherence and mask rasters; 0: the raster's only band (several: refused,
+    // io/raster_reader.h auxiliary_band).
+    int coherence_band = 0, mask_band = 0;
     int64_t tile_size = 512;
     int64_t max_pair_distance = 16;  // --cut-radius
     std::optional<std::pair<int64_t, int64_t>> reference;
