@@ -4,35 +4,21 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/cut_clusters.h"
 #include "kernels/cut_rounds_input.h"
+#include "app/synth.h"
 #include "support/random_residues.h"
+#include "support/scene_clusters.h"
 
 namespace tessera {
 namespace {
 
 using testing::random_residues;
 using testing::with_lakes;
-
-// Many lakes: each residue touches one of `lakes` ids (a few grounded) with probability pct.
-std::vector<ClusterResidue> with_many_lakes(const std::vector<Residue>& res, uint32_t seed, int pct, int lakes) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int> roll(0, 99), which(0, lakes - 1);
-    std::vector<ClusterResidue> out;
-    for (const Residue& x : res) {
-        ClusterResidue y;
-        y.res = x;
-        if (roll(rng) < pct) {
-            const int l = which(rng);
-            y.lake[0] = l % 17 == 0 ? kGroundedLake : 7 * l + 3;
-        }
-        out.push_back(y);
-    }
-    return out;
-}
+using testing::with_many_lakes;
 
 void expect_same_as_host(const std::vector<ClusterResidue>& res, int64_t H, int64_t W, int64_t R) {
     std::vector<Cut> expect;
@@ -73,6 +59,19 @@ TEST(CutRoundsSerial, SameCutsWithManyLakesAndDenseFields) {
         const auto res = with_many_lakes(random_residues(400, 500, 40000, seed, true), seed + 7, 15, 300);
         for (int64_t R : {int64_t{2}, int64_t{16}}) expect_same_as_host(res, 400, 500, R);
     }
+}
+
+TEST(CutRoundsSerial, SameCutsOnTheSceneResidues) {
+    int with_residues = 0;
+    for (const std::string& name : synth_case_names()) {
+        const SynthScene s = make_scene(name, 512, 512, 3);
+        const auto res = testing::scene_cluster_residues(s);
+        if (res.empty()) continue;  // a smooth scene
+        ++with_residues;
+        SCOPED_TRACE(name);
+        expect_same_as_host(res, s.rows, s.cols, 16);
+    }
+    EXPECT_GE(with_residues, 3);
 }
 
 TEST(CutRoundsSerial, KeysThatDoNotFitAreRefused) {

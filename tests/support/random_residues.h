@@ -62,4 +62,21 @@ inline std::vector<ClusterResidue> with_lakes(const std::vector<Residue>& res, u
     return out;
 }
 
+// Many lakes: each residue touches one of `lakes` ids (a few grounded) with probability pct.
+inline std::vector<ClusterResidue> with_many_lakes(const std::vector<Residue>& res, uint32_t seed, int pct, int lakes) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> roll(0, 99), which(0, lakes - 1);
+    std::vector<ClusterResidue> out;
+    for (const Residue& x : res) {
+        ClusterResidue y;
+        y.res = x;
+        if (roll(rng) < pct) {
+            const int l = which(rng);
+            y.lake[0] = l % 17 == 0 ? kGroundedLake : 7 * l + 3;
+        }
+        out.push_back(y);
+    }
+    return out;
+}
+
 }  // namespace tessera::testing
