@@ -80,6 +80,8 @@ struct RoundCounts {
     int32_t reopened = 0;
     int32_t round = 1;
     int32_t cuts = 0, ground_cuts = 0, lake_joins = 0;
+    int32_t broken = 0;    // a step found the state inconsistent (a bug): which step, 1-based
+    int64_t searched = 0;  // active nodes summed over the rounds (the searches' work)
 };
 
 // A cut as one sortable word: lower residue, then the other end (the border: all ones, last).
@@ -124,15 +126,15 @@ struct RoundState {
 
     // Node v's best edge leaving cluster rv (section 3.2's candidates), cached.
     TESSERA_HOSTDEV uint64_t node_best(int32_t v, int32_t rv) const {
-        const uint64_t cached = key[v];
-        if (cached != RankKeys::kNone && hd::load(label + target[v]) != rv) return cached;
+        const uint64_t cached = hd::load(key + v);
+        if (cached != RankKeys::kNone && hd::load(label + hd::load(target + v)) != rv) return cached;
         uint64_t best_key = RankKeys::kNone;
         int32_t tgt = -1;
         if (v >= n) {  // a lake: weight 0, its residues in id order
             const int32_t l = v - n;
-            int32_t cur = lake_cursor[l];
+            int32_t cur = hd::load(lake_cursor + l);
             while (cur < adj_start[l + 1] && hd::load(label + adj[cur]) == rv) ++cur;
-            lake_cursor[l] = cur;
+            hd::store(lake_cursor + l, cur);
             if (cur < adj_start[l + 1]) tgt = adj[cur], best_key = keys.pack(0, tgt, v);
         } else {
             const GroundChoice g = ground_choice(rr[v], rc[v], H, W);
@@ -159,12 +161,12 @@ struct RoundState {
                 if (k < best_key) best_key = k, tgt = j;
             }
         }
-        key[v] = best_key, target[v] = tgt;
+        hd::store(key + v, best_key), hd::store(target + v, tgt);
         return best_key;
     }
 
     TESSERA_HOSTDEV void search(int32_t i) const {
-        const int32_t v = active[counts_round() & 1][i];
+        const int32_t v = hd::load(active[counts_round() & 1] + i);
         const int32_t rv = hd::load(label + v);
         const uint64_t k = node_best(v, rv);
         if (k != RankKeys::kNone) hd::atomic_min(best + rv, k);
@@ -175,8 +177,9 @@ struct RoundState {
 
     TESSERA_HOSTDEV void pick(int32_t i) const {
         const int32_t round = counts_round();
-        const int32_t x = open[round & 1][i];
+        const int32_t x = hd::load(open[round & 1] + i);
         const uint64_t k = hd::load(best + x);
+        if (k == RankKeys::kNone) return fail(2);
         const int32_t lo = keys.lo(k), hi = keys.hi(k);
         const int32_t llo = hd::load(label + lo);
         const int32_t y = llo == x ? hd::load(label + hi_node(hi)) : llo;
@@ -184,7 +187,7 @@ struct RoundState {
         if (!(twice && x > y)) {
             if (hi < n || hi == n + L + 1) {
                 const int32_t at = hd::atomic_add(&counts->cuts, 1);
-                cuts[at] = cut_code(lo, hi < n ? hi : -1);
+                hd::store(cuts + at, cut_code(lo, hi < n ? hi : -1));
                 if (hi >= n) hd::atomic_add(&counts->ground_cuts, 1);
             } else {
                 hd::atomic_add(&counts->lake_joins, 1);
@@ -194,9 +197,10 @@ struct RoundState {
     }
 
     TESSERA_HOSTDEV void jump(int32_t i) const {
-        const int32_t x = open[counts_round() & 1][i];
+        const int32_t x = hd::load(open[counts_round() & 1] + i);
         int32_t r = x;
-        for (;;) {
+        for (int32_t steps = 0;; ++steps) {
+            if (steps > n + L) return fail(3);
             const int32_t p = hd::load(link + r);
             if (p == r) break;
             const int32_t pp = hd::load(link + p);
@@ -208,15 +212,15 @@ struct RoundState {
 
     TESSERA_HOSTDEV void reopen(int32_t i) const {
         const int32_t round = counts_round();
-        const int32_t x = open[round & 1][i], R = hd::load(link + x);
+        const int32_t x = hd::load(open[round & 1] + i), R = hd::load(link + x);
         if (R == x || R == G || hd::load(stamp + R) == round) return;
         if (hd::atomic_exch(reopen_stamp + R, round) == round) return;
-        reopened[hd::atomic_add(&counts->reopened, 1)] = R;
-        old_tail[R] = hd::load(tail + R);
+        hd::store(reopened + hd::atomic_add(&counts->reopened, 1), R);
+        hd::store(old_tail + R, hd::load(tail + R));
     }
 
     TESSERA_HOSTDEV void merge(int32_t i) const {
-        const int32_t x = open[counts_round() & 1][i], R = hd::load(link + x);
+        const int32_t x = hd::load(open[counts_round() & 1] + i), R = hd::load(link + x);
         if (R == x) return;
         hd::atomic_add(charge + R, hd::load(charge + x));
         if (R == G) return;  // the ground's members are never listed again
@@ -226,35 +230,44 @@ struct RoundState {
 
     TESSERA_HOSTDEV void add_next(int32_t v, int32_t R) const {
         const int32_t next = (counts_round() + 1) & 1;
-        active[next][hd::atomic_add(&counts->next_active, 1)] = v;
+        const int32_t at = hd::atomic_add(&counts->next_active, 1);
+        if (at > n + L) return fail(6);
+        hd::store(active[next] + at, v);
         if (hd::atomic_exch(stamp + R, counts_round() + 1) != counts_round() + 1) {
             hd::store(best + R, RankKeys::kNone);
-            open[next][hd::atomic_add(&counts->next_open, 1)] = R;
+            hd::store(open[next] + hd::atomic_add(&counts->next_open, 1), R);
         }
     }
 
     TESSERA_HOSTDEV void relabel(int32_t i) const {
-        const int32_t v = active[counts_round() & 1][i];
+        const int32_t v = hd::load(active[counts_round() & 1] + i);
         const int32_t R = hd::load(link + hd::load(label + v));
         hd::store(label + v, R);
         if (is_open(R)) add_next(v, R);
     }
 
     TESSERA_HOSTDEV void wake(int32_t i) const {
-        const int32_t R = reopened[i];
+        const int32_t R = hd::load(reopened + i);
         if (!is_open(R)) return;
+        int32_t steps = 0;
         for (int32_t v = R;; v = hd::load(next_member + v)) {
+            if (v < 0 || ++steps > n + L + 1) return fail(7);
             add_next(v, R);
-            if (v == old_tail[R]) break;
+            if (v == hd::load(old_tail + R)) break;
         }
     }
 
+    TESSERA_HOSTDEV void fail(int32_t step) const { hd::store(&counts->broken, step); }
+
     // After a round (one thread): the next round's lists become current.
+    // Counts that atomics changed are read through L2: an SM's L1 may hold a stale copy.
     TESSERA_HOSTDEV void finish_round() const {
-        RoundCounts& c = *counts;
-        c.active = c.next_active, c.open = c.next_open;
-        c.next_active = c.next_open = c.reopened = 0;
-        ++c.round;
+        RoundCounts* c = counts;
+        hd::store(&c->searched, hd::load(&c->searched) + hd::load(&c->active));
+        hd::store(&c->active, hd::load(&c->next_active));
+        hd::store(&c->open, hd::load(&c->next_open));
+        hd::store(&c->next_active, 0), hd::store(&c->next_open, 0), hd::store(&c->reopened, 0);
+        hd::store(&c->round, hd::load(&c->round) + 1);
     }
 
     TESSERA_HOSTDEV int32_t counts_round() const { return hd::load(&counts->round); }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace tessera {
 
@@ -96,6 +98,7 @@ void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, Round
         for (int32_t i = 0; i < counts.active; ++i) s.relabel(i);
         for (int32_t i = 0, e = counts.reopened; i < e; ++i) s.wake(i);
         s.finish_round();
+        if (counts.broken) throw std::logic_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken");
     }
     codes.assign(cuts.begin(), cuts.begin() + counts.cuts);
     std::sort(codes.begin(), codes.end());

@@ -5,6 +5,10 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/cuda/cut_rounds.h"
 #include "kernels/cuda/device_buffer.h"
@@ -56,7 +60,7 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
     for (;;) {
         const int32_t active = hd::load(&s.counts->active), open = hd::load(&s.counts->open);
         __syncthreads();  // every thread has read the counts before thread 0 changes them
-        if (open == 0 || active > max_active) return;
+        if (open == 0 || active > max_active || hd::load(&s.counts->broken)) return;
         for (int k = 0; k < kSteps; ++k) {
             const Step which = kRoundSteps[k];
             const int32_t n = step_count(s, which);
@@ -145,6 +149,8 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     check(cudaStreamSynchronize(s), "cut rounds: setup");
     times.upload = ms_since(t);
 
+    const bool trace = std::getenv("TESSERA_TRACE") != nullptr;
+    int trace_lines = 0;
     for (;;) {
         if (counts.open == 0) break;
         const bool block = counts.active <= kBlockFrom;
@@ -163,9 +169,17 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         check(cudaGetLastError(), "cut rounds: rounds");
         check(cudaMemcpyAsync(&counts, dcounts.get(), sizeof counts, cudaMemcpyDeviceToHost, s), "cut rounds: counts");
         check(cudaStreamSynchronize(s), "cut rounds: rounds");
-        (block ? times.block : times.wide) += ms_since(t);
+        const double ms = ms_since(t);
+        (block ? times.block : times.wide) += ms;
+        if (trace && ++trace_lines <= 200)
+            std::fprintf(stderr, "tessera: device rule %s to round %d: %d active, %d open, %d cuts, %.2f ms\n",
+                         block ? "one block" : "wide", counts.round, counts.active, counts.open, counts.cuts, ms);
+        if (counts.broken)
+            throw std::runtime_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken in round " +
+                                     std::to_string(counts.round));
     }
     times.rounds = counts.round - 1;
+    times.searched = counts.searched;
 
     const int32_t m = counts.cuts;
     StreamBuffer<uint64_t> sorted(static_cast<size_t>(m), s, "cut rounds: sorted cuts");

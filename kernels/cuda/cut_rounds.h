@@ -28,6 +28,7 @@ struct RoundArrays {
 struct RoundTimes {
     double upload = 0, wide = 0, block = 0, sort = 0, download = 0;
     int32_t rounds = 0, wide_rounds = 0, block_launches = 0;
+    int64_t searched = 0;  // node searches over all rounds
 };
 
 // Runs the rounds on stream s; `codes` gets the cut codes sorted, `counts` the last counts.
