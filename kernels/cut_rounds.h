@@ -11,7 +11,8 @@
 //           minimum per cluster (RankKeys);
 //   pick    each open cluster: its minimum is taken; an edge two clusters take counts once;
 //           it links to the far cluster (the lower of two that took each other: itself);
-//   jump    each open cluster finds its tree's root (path halving);
+//   jump    each open cluster walks toward its tree's root (path halving);
+//   settle  each open cluster links to its tree's root;
 //   reopen  a root that was closed and is now joined by open ones is listed with its member
 //           list's end (its members join the search);
 //   merge   each linked cluster: charge to the root, member list appended to the root's;
@@ -207,7 +208,20 @@ struct RoundState {
             if (pp != p) hd::store(link + r, pp);  // an ancestor: any thread may write it
             r = pp;
         }
-        hd::store(link + x, r);
+    }
+
+    // After jump (whose halving may still overwrite a link with a nearer ancestor while the
+    // step runs): each open cluster's link becomes its root; only roots are written here.
+    TESSERA_HOSTDEV void settle(int32_t i) const {
+        const int32_t x = hd::load(open[counts_round() & 1] + i);
+        int32_t r = x;
+        for (int32_t steps = 0;; ++steps) {
+            if (steps > n + L) return fail(4);
+            const int32_t p = hd::load(link + r);
+            if (p == r) break;
+            r = p;
+        }
+        if (r != x) hd::store(link + x, r);
     }
 
     TESSERA_HOSTDEV void reopen(int32_t i) const {

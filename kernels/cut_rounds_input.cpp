@@ -93,6 +93,7 @@ void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, Round
         for (int32_t i = 0; i < counts.active; ++i) s.search(i);
         for (int32_t i = 0; i < counts.open; ++i) s.pick(i);
         for (int32_t i = 0; i < counts.open; ++i) s.jump(i);
+        for (int32_t i = 0; i < counts.open; ++i) s.settle(i);
         for (int32_t i = 0; i < counts.open; ++i) s.reopen(i);
         for (int32_t i = 0; i < counts.open; ++i) s.merge(i);
         for (int32_t i = 0; i < counts.active; ++i) s.relabel(i);

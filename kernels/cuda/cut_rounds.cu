@@ -24,16 +24,17 @@ constexpr int kBlockThreads = 1024;
 // until more than kBlockUpTo are active.
 constexpr int32_t kBlockFrom = 32768, kBlockUpTo = 131072;
 
-enum Step { kSearch, kPick, kJump, kReopen, kMerge, kRelabel, kWake };
-constexpr int kSteps = 7;
-__constant__ const Step kRoundSteps[kSteps] = {kSearch, kPick, kJump, kReopen, kMerge, kRelabel, kWake};
-constexpr Step kHostSteps[kSteps] = {kSearch, kPick, kJump, kReopen, kMerge, kRelabel, kWake};
+enum Step { kSearch, kPick, kJump, kSettle, kReopen, kMerge, kRelabel, kWake };
+constexpr int kSteps = 8;
+__constant__ const Step kRoundSteps[kSteps] = {kSearch, kPick, kJump, kSettle, kReopen, kMerge, kRelabel, kWake};
+constexpr Step kHostSteps[kSteps] = {kSearch, kPick, kJump, kSettle, kReopen, kMerge, kRelabel, kWake};
 
 __device__ __forceinline__ void step(const RoundState& s, Step which, int32_t i) {
     switch (which) {
         case kSearch: s.search(i); break;
         case kPick: s.pick(i); break;
         case kJump: s.jump(i); break;
+        case kSettle: s.settle(i); break;
         case kReopen: s.reopen(i); break;
         case kMerge: s.merge(i); break;
         case kRelabel: s.relabel(i); break;
