@@ -78,9 +78,9 @@ int main(int argc, char** argv) {
         host_ms.push_back(h), dev_ms.push_back(d), dev_t.push_back(t);
         std::fprintf(stderr,
                      "run %d: host %.1f ms; device %.1f ms = host setup %.1f + upload/init %.1f + wide rounds %.1f (%d) + "
-                     "one-block rounds %.1f (%d launches) + sort %.1f + download %.1f + cuts %.1f; %d rounds, %lld node searches\n",
+                     "one-block rounds %.1f (%d, %d launches) + sort %.1f + download %.1f + cuts %.1f; %d rounds, %lld node searches\n",
                      r, h, d, t.setup, t.rounds.upload, t.rounds.wide, t.rounds.wide_rounds, t.rounds.block,
-                     t.rounds.block_launches, t.rounds.sort, t.rounds.download, t.cuts, t.rounds.rounds,
+                     t.rounds.block_rounds, t.rounds.block_launches, t.rounds.sort, t.rounds.download, t.cuts, t.rounds.rounds,
                      static_cast<long long>(t.rounds.searched));
     }
     if (refused) {

@@ -23,6 +23,7 @@ constexpr int kBlockThreads = 1024;
 // Rounds with at most kBlockFrom active nodes go to the one-block kernel, which keeps them
 // until more than kBlockUpTo are active.
 constexpr int32_t kBlockFrom = 32768, kBlockUpTo = 131072;
+constexpr int kWideBatch = 4;
 
 enum Step { kSearch, kPick, kJump, kSettle, kReopen, kMerge, kRelabel, kWake };
 constexpr int kSteps = 8;
@@ -54,7 +55,9 @@ __global__ void step_kernel(RoundState s, Step which) {
     for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) step(s, which, i);
 }
 
-__global__ void finish_kernel(RoundState s) { s.finish_round(); }
+__global__ void finish_kernel(RoundState s) {
+    if (hd::load(&s.counts->open) > 0) s.finish_round();  // none open: no round was run
+}
 
 // Rounds in one block while at most max_active nodes are active and some cluster is open.
 __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int32_t max_active) {
@@ -159,19 +162,24 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
             block_rounds<<<1, kBlockThreads, 0, s>>>(st, kBlockUpTo);
             ++times.block_launches;
         } else {
-            for (const Step which : kHostSteps) {
-                // wake: at most one root a joined tree, so no more than the open clusters
-                const int32_t m = which == kSearch || which == kRelabel ? counts.active : counts.open;
-                step_kernel<<<grid_for(m), kThreads, 0, s>>>(st, which);
+            // A few rounds between looks at the counts: the steps read their counts on the
+            // device (grid-stride loops, sized by the last counts seen), a round after the
+            // last one does nothing.
+            for (int r = 0; r < kWideBatch; ++r) {
+                for (const Step which : kHostSteps) {
+                    const int32_t m = which == kSearch || which == kRelabel ? counts.active : counts.open;
+                    step_kernel<<<grid_for(m), kThreads, 0, s>>>(st, which);
+                }
+                finish_kernel<<<1, 1, 0, s>>>(st);
             }
-            finish_kernel<<<1, 1, 0, s>>>(st);
-            ++times.wide_rounds;
         }
         check(cudaGetLastError(), "cut rounds: rounds");
+        const int32_t round_before = counts.round;
         check(cudaMemcpyAsync(&counts, dcounts.get(), sizeof counts, cudaMemcpyDeviceToHost, s), "cut rounds: counts");
         check(cudaStreamSynchronize(s), "cut rounds: rounds");
         const double ms = ms_since(t);
         (block ? times.block : times.wide) += ms;
+        if (block) times.block_rounds += counts.round - round_before;
         if (trace && ++trace_lines <= 200)
             std::fprintf(stderr, "tessera: device rule %s to round %d: %d active, %d open, %d cuts, %.2f ms\n",
                          block ? "one block" : "wide", counts.round, counts.active, counts.open, counts.cuts, ms);
@@ -180,6 +188,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
                                      std::to_string(counts.round));
     }
     times.rounds = counts.round - 1;
+    times.wide_rounds = times.rounds - times.block_rounds;
     times.searched = counts.searched;
 
     const int32_t m = counts.cuts;
