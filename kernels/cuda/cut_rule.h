@@ -10,13 +10,14 @@
 
 namespace tessera::cuda {
 
-// Appends the cuts of `res` to `out`, adds its counts to `stats`. False, with nothing changed,
-// when the set does not fit the device's 64-bit keys (the caller keeps the host rule).
-// `times`, where given: where the time went, with the host's setup and cut making in ms.
+// Where the device rule's time went: the rounds', and the host's setup and cut making (ms).
 struct DeviceRuleTimes {
     RoundTimes rounds;
     double setup = 0, cuts = 0;
 };
+
+// Appends the cuts of `res` to `out`, adds its counts to `stats`. False, with nothing changed,
+// when the set does not fit the device's 64-bit keys (the caller keeps the host rule).
 bool cut_clusters_on_device(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
                             std::vector<Cut>& out, ClusterStats& stats, DeviceRuleTimes* times = nullptr);
 

@@ -74,9 +74,9 @@ TEST(CutRoundsSerial, SameCutsOnTheSceneResidues) {
     EXPECT_GE(with_residues, 3);
 }
 
-TEST(CutRoundsSerial, KeysThatDoNotFitAreRefused) {
+TEST(CutRoundsSerial, KeyLayoutFitsOrRefuses) {
     RankKeys k;
-    EXPECT_FALSE(RankKeys::fit(int64_t{1} << 20, int64_t{1} << 20, int64_t{1} << 30, k));  // 20 + 21 + 31 bits
+    EXPECT_FALSE(RankKeys::fit(int64_t{1} << 20, int64_t{1} << 20, int64_t{1} << 30, k));  // 20 + 22 + 31 bits
     EXPECT_TRUE(RankKeys::fit(int64_t{1} << 20, int64_t{1} << 20, 8192, k));
     EXPECT_EQ(k.w(k.pack(8192, 5, 7)), 8192);
     EXPECT_EQ(k.lo(k.pack(8192, 5, 7)), 5);
