@@ -26,6 +26,10 @@
 #include "kernels/cut_numerics.h"
 #include "kernels/hostdev.h"
 
+#if defined(__CUDACC__)
+#include <cooperative_groups.h>
+#endif
+
 namespace tessera {
 
 // Atomics of the steps: device atomics under nvcc's device pass, plain operations in the
@@ -54,6 +58,18 @@ TESSERA_HOSTDEV inline int32_t atomic_exch(int32_t* p, int32_t v) {
     const int32_t old = *p;
     *p = v;
     return old;
+#endif
+}
+// A slot in a list for each calling thread: on the device one atomic a warp's converged
+// lanes (thousands of nodes append to one list a round).
+TESSERA_HOSTDEV inline int32_t claim_slot(int32_t* count) {
+#if defined(__CUDA_ARCH__)
+    const cooperative_groups::coalesced_group g = cooperative_groups::coalesced_threads();
+    int32_t base = 0;
+    if (g.thread_rank() == 0) base = atomicAdd(count, static_cast<int32_t>(g.size()));
+    return g.shfl(base, 0) + static_cast<int32_t>(g.thread_rank());
+#else
+    return (*count)++;
 #endif
 }
 // Reads and writes of words other threads change in the same step: through L2 on the device.
@@ -170,7 +186,8 @@ struct RoundState {
         const int32_t v = hd::load(active[counts_round() & 1] + i);
         const int32_t rv = hd::load(label + v);
         const uint64_t k = node_best(v, rv);
-        if (k != RankKeys::kNone) hd::atomic_min(best + rv, k);
+        // Most members of a large cluster cannot lower its minimum: no atomic for them.
+        if (k != RankKeys::kNone && k < hd::load(best + rv)) hd::atomic_min(best + rv, k);
     }
 
     // The far end's node of an edge key (G for the border and grounded lakes).
@@ -244,10 +261,12 @@ struct RoundState {
 
     TESSERA_HOSTDEV void add_next(int32_t v, int32_t R) const {
         const int32_t next = (counts_round() + 1) & 1;
-        const int32_t at = hd::atomic_add(&counts->next_active, 1);
+        const int32_t at = hd::claim_slot(&counts->next_active);
         if (at > n + L) return fail(6);
         hd::store(active[next] + at, v);
-        if (hd::atomic_exch(stamp + R, counts_round() + 1) != counts_round() + 1) {
+        // The first of R's members here lists R; the read spares the others an atomic.
+        const int32_t next_round = counts_round() + 1;
+        if (hd::load(stamp + R) != next_round && hd::atomic_exch(stamp + R, next_round) != next_round) {
             hd::store(best + R, RankKeys::kNone);
             hd::store(open[next] + hd::atomic_add(&counts->next_open, 1), R);
         }
