@@ -174,6 +174,7 @@ RasterReader::RasterReader(const std::string& path, int band) : path_(path), ban
     info_.band_count = nbands;
     info_.is_complex = GDALDataTypeIsComplex(impl_->type) != 0;
     info_.data_type = GDALGetDataTypeName(impl_->type);
+    info_.driver = ds.GetDriver() ? ds.GetDriver()->GetDescription() : "";
     int has_nd = 0;
     const double nd = impl_->band->GetNoDataValue(&has_nd);
     if (has_nd) {
@@ -193,6 +194,14 @@ RasterReader::RasterReader(const std::string& path, int band) : path_(path), ban
         const char* wkt = ds.GetProjectionRef();
         if (wkt != nullptr) info_.projection_wkt = wkt;
     }
+}
+
+int auxiliary_band(const std::string& path, int band, const std::string& option) {
+    if (band > 0) return band;
+    const int n = RasterReader(path, 1).info().band_count;
+    if (n > 1)
+        throw InputError(path, "has " + plural(n, "band") + "; pick the one to use with " + option + " N");
+    return 1;
 }
 
 RasterReader::~RasterReader() {
@@ -478,6 +487,16 @@ void RasterReader::read_mask(const Window& w, uint8_t* out, int64_t stride) cons
             }
         }
     }
+}
+
+}  // namespace tessera
+
+namespace tessera {
+
+bool driver_uses_hdf5(const std::string& driver) {
+    for (const char* d : {"HDF5", "HDF5Image", "netCDF", "BAG", "KEA", "S102", "S104", "S111"})
+        if (driver == d) return true;
+    return false;
 }
 
 }  // namespace tessera

@@ -24,7 +24,12 @@ struct RasterInfo {
     bool has_geotransform = false;
     std::array<double, 6> geotransform{0, 1, 0, 0, 0, 1};
     std::string projection_wkt;            // empty when none
+    std::string driver;                    // GDAL's short name, e.g. "GTiff"
 };
+
+// Whether reading through GDAL's `driver` calls the HDF5 library, which is not thread-safe here:
+// such a read must not run beside the result's HDF5 writes (docs/ARCHITECTURE.md section 5.1).
+bool driver_uses_hdf5(const std::string& driver);
 
 // One opened raster band. Throws InputError (file + problem) for: missing file,
 // not a raster GDAL can open, band out of range, unsupported data type.
@@ -59,5 +64,11 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// The band of an auxiliary raster (coherence, mask) to read: `band` when the user named one
+// (>= 1; checked when read), else 1 for a raster of one band. A raster of several bands without
+// a named one is refused (InputError naming `path` and telling to pick one with `option`):
+// reading band 1 of an ISCE2 2-band .cor would silently take its amplitude.
+int auxiliary_band(const std::string& path, int band, const std::string& option);
 
 }  // namespace tessera

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -27,6 +26,7 @@
 #include "io/output_path.h"
 #include "io/output_set.h"
 #include "io/phase_source.h"
+#include "io/png_writer.h"
 #include "io/result_sink.h"
 #include "io/raster_reader.h"
 #include "backend/backend.h"
@@ -307,16 +307,19 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     const PhaseSource* in = given;
     RankGrid grid;
     agree(comm, [&] {
+        const int coh_band = opt.coherence.empty() ? 1 : auxiliary_band(opt.coherence, opt.coherence_band, "--coherence-band");
+        const int mask_band = opt.mask.empty() ? 1 : auxiliary_band(opt.mask, opt.mask_band, "--mask-band");
         if (!in) {
-            owned = gdal_phase_source(opt.input, opt.band, opt.coherence, opt.mask, static_cast<float>(opt.min_coherence));
+            owned = gdal_phase_source(opt.input, opt.band, opt.coherence, opt.mask, static_cast<float>(opt.min_coherence),
+                                      coh_band, mask_band);
             in = owned.get();
         }
         const RasterInfo& info = in->info();
         if (info.rows < 2 || info.cols < 2)
             throw InputError(opt.input, "image is " + std::to_string(info.cols) + "x" + std::to_string(info.rows) +
                                             " (cols x rows); at least 2x2 is needed");
-        if (!opt.coherence.empty()) check_same_size(opt.coherence, RasterReader(opt.coherence, 1).info(), info);
-        if (!opt.mask.empty()) check_same_size(opt.mask, RasterReader(opt.mask, 1).info(), info);
+        if (!opt.coherence.empty()) check_same_size(opt.coherence, RasterReader(opt.coherence, coh_band).info(), info);
+        if (!opt.mask.empty()) check_same_size(opt.mask, RasterReader(opt.mask, mask_band).info(), info);
         if (opt.reference && (opt.reference->first < 0 || opt.reference->first >= info.rows ||
                               opt.reference->second < 0 || opt.reference->second >= info.cols))
             throw InputError(opt.input, "reference pixel (" + std::to_string(opt.reference->first) + ", " +
@@ -330,14 +333,10 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                                  " is outside [0, 1] (coherence is a magnitude between 0 and 1)");
         // Outputs: never an input, never two of them one file, only regular files, existing
         // ones only with --overwrite (section 7).
-        if (!memory)
+        if (!memory) {
             check_outputs({opt.output, opt.geotiff, opt.quicklook}, {opt.input, opt.coherence, opt.mask},
                           opt.overwrite);
-        if (!memory && !opt.quicklook.empty()) {  // a PNG: a name that says otherwise is refused (after the checks above)
-            std::string ext = std::filesystem::path(opt.quicklook).extension().string();
-            for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-            if (ext != ".png")
-                throw InputError(opt.quicklook, "--quicklook writes a PNG: name it *.png");
+            if (!opt.quicklook.empty()) check_png_name(opt.quicklook, "--quicklook");  // after the checks above
         }
         grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
     });
@@ -350,20 +349,29 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     // host's memory (--memory-limit, else what the node has, shared by its ranks) and of its
     // GPU's, else in chunks of whole tile rows that fit.
     const int64_t local_ranks = comm.size() > 1 ? comm.node_local_rank().second : 1;
+    // One plan on every rank: the limit is the node's share or the user's, what is reserved of it
+    // the most any rank holds (each rank's resident memory differs), the GPU's the least free.
+    const int64_t avail = available_memory();
+    const int64_t host_limit = opt.memory_limit > 0 ? opt.memory_limit
+                               : avail < 0          ? -1
+                                                    : comm.min(avail / std::max<int64_t>(1, local_ranks));
+    const int64_t host_reserved = comm.max(memory_reserved(host_limit, opt.memory_limit > 0));
+    const int64_t device_free = opt.gpu_memory_limit > 0 ? opt.gpu_memory_limit : ops.device_free_bytes();
+    const int64_t device_limit = device_free < 0 ? -1 : comm.min(device_free);
     Plan plan;
     agree(comm, [&] {
-        const int64_t avail = available_memory();
         PlanRequest q;
         q.H = H, q.W = W, q.tile = opt.tile_size, q.ranks = comm.size(), q.rank_grid = opt.rank_grid;
         q.cuda = opt.backend == Backend::kCuda, q.cycles = opt.save_cycles;
-        q.host_limit = opt.memory_limit > 0 ? opt.memory_limit : avail < 0 ? -1 : avail / std::max<int64_t>(1, local_ranks);
-        q.device_limit = opt.gpu_memory_limit > 0 ? opt.gpu_memory_limit : ops.device_free_bytes();
+        q.host_limit = host_limit, q.host_reserved = host_reserved, q.device_limit = device_limit;
         q.input_bytes_per_pixel = input_bytes_per_pixel(opt, info);
         q.output_bytes_per_pixel = 4 + 1 + (opt.save_cycles ? 4 : 0);
+        q.chunk_rows = opt.chunk_rows;
         plan = make_plan(q, opt.input);
         if (!memory) check_output_space(opt, H * W);
     });
-    progress.begin(describe_plan(opt, plan, H, W, ops.name));
+    // The plan before any work, for runs long enough to watch (a bad small input stays one line).
+    if (!plan.in_core() || H * W >= (int64_t{1} << 26)) progress.begin(describe_plan(opt, plan, H, W, ops.name));
     // Every output goes to a unique temporary; rank 0 renames them all together at the end
     // (io/output_set.h). Created before any work so that a bad output path fails first.
     OutputSet outputs(opt.overwrite);
@@ -497,6 +505,10 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                          progress.chunk(names[pass], done, total, px, px_total);
                      },
                      opt.save_residues ? &res : nullptr};
+        // GDAL reading through the HDF5 library must not run beside the result's HDF5 writes.
+        run.read_ahead = !driver_uses_hdf5(info.driver) &&
+                         (opt.coherence.empty() || !driver_uses_hdf5(RasterReader(opt.coherence, 1).info().driver)) &&
+                         (opt.mask.empty() || !driver_uses_hdf5(RasterReader(opt.mask, 1).info().driver));
         st = ops.unwrap_chunked(grid, comm, params, plan.tile_rows, opt.save_cycles, run);
         add_region_stats(rep, st);
         const std::vector<Attribute> attrs = finish_report(rep, st, comm, opt, info, grid);

@@ -23,6 +23,9 @@ struct UnwrapOptions {
     std::string coherence, mask, geotiff;  // empty = none
     std::string quicklook;                 // PNG; empty = none
     int band = 1;
+    // Bands of the coherence and mask rasters; 0: the raster's only band (several: refused,
+    // io/raster_reader.h auxiliary_band).
+    int coherence_band = 0, mask_band = 0;
     int64_t tile_size = 512;
     int64_t max_pair_distance = 16;  // --cut-radius
     std::optional<std::pair<int64_t, int64_t>> reference;
@@ -35,6 +38,7 @@ struct UnwrapOptions {
     bool share_gpus = false;  // allow more ranks than GPUs on a node
     // Bytes a rank may hold on the host and on its GPU (section 5.1); -1: what the node has.
     int64_t memory_limit = -1, gpu_memory_limit = -1;
+    int64_t chunk_rows = 0;  // > 0: chunks of this many rows (whole tiles) whatever the limits (--chunk-rows)
     bool save_cycles = false, save_residues = false, save_cuts = false;
     bool quiet = false;
     bool overwrite = false;  // replace existing regular output files (--overwrite)

@@ -103,14 +103,13 @@ class Scenes(unittest.TestCase):
         self.assertEqual(got[0][40, 50], 0.0)
 
     def test_chunks_as_the_command_line(self):
-        # 300 x 400 in tiles of 32 needs about 3 MiB in one piece: 1 MiB makes chunks.
         want = cli_unwrap(self.wrapped_tif, self.path("cli_chunks.h5"), "--coherence", self.coherence_tif,
-                          "--min-coherence", "0.3", "--tile-size", "32", "--memory-limit", "1M")
-        got = tessera.unwrap(self.phase, self.coherence, min_coherence=0.3, tile_size=32, memory_limit=1 << 20)
+                          "--min-coherence", "0.3", "--tile-size", "32", "--chunk-rows", "64")
+        got = tessera.unwrap(self.phase, self.coherence, min_coherence=0.3, tile_size=32, chunk_rows=64)
         assert_same_bits(self, got, want)
         assert_same_bits(self, tessera.unwrap(self.phase, self.coherence, min_coherence=0.3), want)
-        with self.assertRaises(ValueError) as ctx:  # not even one row of tiles fits
-            tessera.unwrap(self.phase, tile_size=32, memory_limit=100000)
+        with self.assertRaises(ValueError) as ctx:  # less than the process holds already
+            tessera.unwrap(self.phase, memory_limit=1 << 20)
         self.assertIn("memory-limit", str(ctx.exception))
 
     def test_float64_nodata_and_mask_as_the_command_line(self):
