@@ -196,8 +196,9 @@ int64_t check_read(Comm& comm, const UnwrapOptions& opt, const ReadTally& t, con
         if (lo <= hi) check_phase_range(opt.input, lo, hi, valid, j);
         // Coherence folded in (a raster, or an array in memory): a magnitude in [0, 1].
         if (coh_lo <= coh_hi && (coh_lo < 0.0 || coh_hi > 1.0 + 1e-4))
-            throw InputError(opt.coherence.empty() ? std::string("coherence") : opt.coherence, "values in [" + fmt(coh_lo) + ", " + fmt(coh_hi) +
-                                                "]: not a coherence (expected values in [0, 1])");
+            throw InputError(opt.coherence.empty() ? std::string("coherence") : opt.coherence,
+                             "values in [" + fmt(coh_lo) + ", " + fmt(coh_hi) +
+                                 "]: not a coherence (expected values in [0, 1])");
         if (valid == 0) throw InputError(opt.input, "no valid pixels (all nodata or masked)");
         if (t.ref_unreliable)
             throw InputError(opt.input, "reference pixel is invalid (nodata, masked or below --min-coherence)");
