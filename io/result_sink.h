@@ -33,10 +33,24 @@ public:
 // `out` must outlive it.
 std::unique_ptr<ResultSink> hdf5_result_sink(Hdf5Writer& out, int compress_phase);
 
-// The unwrapped phase as a float32 GeoTIFF at `path` (NaN nodata), H x W, written by rank 0
-// of `comm` from the ranks' windows; failures agreed on (InputError::everywhere).
+// What a GeoTIFF of the result holds (README "Output"); every one carries `geo`.
+enum class GeoTiffBand {
+    kPhase,              // float32 u, nodata NaN (--geotiff)
+    kComponents,         // uint32 /connected_components as they are, nodata 0 (--conncomp-geotiff)
+    kDolphinPhase,       // float32 u, 0 where invalid, nodata 0 (--dolphin: PREFIX.unw.tif)
+    kDolphinComponents,  // uint16 label, 65535 (nodata) where u is invalid, 0 for labels past 65534
+                         // (--dolphin: PREFIX.unw.conncomp.tif)
+};
+inline constexpr uint16_t kDolphinComponentsNodata = 65535;
+
+// dolphin's names of the phase and components GeoTIFFs of PREFIX.
+inline std::string dolphin_phase_path(const std::string& prefix) { return prefix + ".unw.tif"; }
+inline std::string dolphin_components_path(const std::string& prefix) { return prefix + ".unw.conncomp.tif"; }
+
+// `band` of the result as a GeoTIFF at `path`, H x W, written by rank 0 of `comm` from the
+// ranks' windows; failures agreed on (InputError::everywhere).
 std::unique_ptr<ResultSink> geotiff_result_sink(const std::string& path, int64_t H, int64_t W, const GeoRef& geo,
-                                                Comm& comm);
+                                                Comm& comm, GeoTiffBand band = GeoTiffBand::kPhase);
 
 // The ranks' windows `own` (row stride `stride`) of an H x W float image as one GeoTIFF at
 // `path` (NaN nodata), written by rank 0 as strips arrive (partition/strip_gather.h).

@@ -140,7 +140,7 @@ void check_output_space(const UnwrapOptions& opt, int64_t pixels) {
     const int64_t h5 = pixels * (opt.compress_phase > 0 ? 3 : 4) + pixels * 1 + (opt.save_cycles ? pixels : 0) +
                        (opt.save_residues ? pixels / 4 : 0) + (opt.save_cuts ? pixels / 4 : 0) + (1 << 20);
     std::vector<OutputNeed> needs{{opt.output, h5}};
-    if (!opt.geotiff.empty()) needs.push_back({opt.geotiff, pixels * 4 + (1 << 20)});
+    for (const auto& [path, band] : geotiff_outputs(opt)) needs.push_back({path, pixels * 4 + (1 << 20)});
     if (!opt.quicklook.empty()) needs.push_back({opt.quicklook, 4 << 20});
     check_disk_space(needs);
 }
@@ -158,6 +158,17 @@ void check_same_size(const std::string& path, const RasterInfo& info, const Rast
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, GeoTiffBand>> geotiff_outputs(const UnwrapOptions& opt) {
+    std::vector<std::pair<std::string, GeoTiffBand>> out;
+    if (!opt.geotiff.empty()) out.push_back({opt.geotiff, GeoTiffBand::kPhase});
+    if (!opt.conncomp_geotiff.empty()) out.push_back({opt.conncomp_geotiff, GeoTiffBand::kComponents});
+    if (!opt.dolphin.empty()) {
+        out.push_back({dolphin_phase_path(opt.dolphin), GeoTiffBand::kDolphinPhase});
+        out.push_back({dolphin_components_path(opt.dolphin), GeoTiffBand::kDolphinComponents});
+    }
+    return out;
+}
 
 UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) { return run_unwrap(opt, nullptr, mpi_comm); }
 
@@ -205,8 +216,9 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
                                  " is outside [0, 1] (coherence is a magnitude between 0 and 1)");
         // Outputs: never an input, never two of them one file, only regular files, existing
         // ones only with --overwrite (section 7).
-        check_outputs({opt.output, opt.geotiff, opt.quicklook}, {opt.input, opt.coherence, opt.mask},
-                      opt.overwrite);
+        std::vector<std::string> outs{opt.output, opt.quicklook};
+        for (const auto& [path, band] : geotiff_outputs(opt)) outs.push_back(path);
+        check_outputs(outs, {opt.input, opt.coherence, opt.mask}, opt.overwrite);
         if (!opt.quicklook.empty()) {  // a PNG: a name that says otherwise is refused (after the checks above)
             std::string ext = std::filesystem::path(opt.quicklook).extension().string();
             for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -328,8 +340,10 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
     // Every sink takes the same window of the result (io/result_sink.h).
     std::vector<std::unique_ptr<ResultSink>> sinks;
     sinks.push_back(hdf5_result_sink(*out, opt.compress_phase));
-    if (!opt.geotiff.empty())
-        sinks.push_back(geotiff_result_sink(opt.geotiff, H, W, GeoRef{info.has_geotransform, info.geotransform, info.projection_wkt}, comm));
+    GeoRef geo{info.has_geotransform, info.geotransform, info.projection_wkt};
+    geo.overviews = opt.overviews;
+    for (const auto& [path, band] : geotiff_outputs(opt))
+        sinks.push_back(geotiff_result_sink(path, H, W, geo, comm, band));
     const UnwrapResultWindow window{own, stride, phase.data() + o, static_cast<const uint8_t*>(a.label) + o * lb, lb,
                                     opt.save_cycles ? cycles.data() + o : nullptr, opt.save_residues ? q.data() : nullptr,
                                     opt.save_cuts ? cut_bits.data() : nullptr};
