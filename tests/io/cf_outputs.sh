@@ -33,4 +33,19 @@ for kind in projected geographic none; do
   "$python" "$here/cf_outputs_check.py" "$out.h5" "$in" "$kind" --geotiff "$out.u.tif" --conncomp "$out.cc.tif" \
       --dolphin "$out" "${extra[@]}" || status=1
 done
+# The GeoTIFFs are outputs like the others (io/output_set.h): an existing one is refused without
+# --overwrite and left as it was, and so is a dolphin name that is the input.
+p=$work/projected
+before=$(md5sum "$p.h5" "$p.cc.tif" "$p.unw.conncomp.tif")
+if run unwrap "$work/s/holes_wrapped.tif" "$work/again.h5" --conncomp-geotiff "$p.cc.tif" -q 2>"$work/err"; then
+  echo "FAIL: an existing --conncomp-geotiff output was replaced without --overwrite"; status=1
+fi
+grep -q "$p.cc.tif" "$work/err" || { echo "FAIL: the refusal does not name $p.cc.tif: $(cat "$work/err")"; status=1; }
+cp "$work/s/holes_wrapped.tif" "$work/in.unw.tif"
+if run unwrap "$work/in.unw.tif" "$work/again.h5" --dolphin "$work/in" --overwrite -q 2>"$work/err"; then
+  echo "FAIL: --dolphin writing over the input was not refused"; status=1
+fi
+[[ $(md5sum "$p.h5" "$p.cc.tif" "$p.unw.conncomp.tif") == "$before" ]] || { echo "FAIL: a refused run changed outputs"; status=1; }
+cmp -s "$work/in.unw.tif" "$work/s/holes_wrapped.tif" || { echo "FAIL: a refused run changed its input"; status=1; }
+[[ ! -e $work/again.h5 ]] || { echo "FAIL: a refused run left $work/again.h5"; status=1; }
 exit $status
