@@ -17,7 +17,12 @@ std::vector<Attribute> with_cf(std::vector<Attribute> attrs, const char* long_na
                                const CfGrid& grid) {
     attrs.push_back({"long_name", std::string(long_name)});
     attrs.push_back({"units", std::string(units)});
-    if (!grid.grid_mapping.empty()) attrs.push_back({"grid_mapping", grid.grid_mapping});
+    if (!grid.grid_mapping.empty()) {
+        attrs.push_back({"grid_mapping", grid.grid_mapping});
+        // As xarray writes rioxarray's datasets: the grid mapping a (scalar) coordinate of each
+        // variable, so that rioxarray finds the CRS with no options; GDAL reads it as before.
+        attrs.push_back({"coordinates", grid.grid_mapping});
+    }
     return attrs;
 }
 

@@ -1,5 +1,5 @@
 """Checks a tessera result against its input with the readers users have (issue 17):
-GDAL's netCDF driver (gdalinfo -json), xarray (h5netcdf engine) and h5py, and the GeoTIFFs
+GDAL's netCDF driver (gdalinfo -json), xarray (h5netcdf engine), rioxarray and h5py, and the GeoTIFFs
 written next to it. Independent of tessera's code: every expectation comes from the input
 raster (read through GDAL) and from the HDF5 datasets themselves.
 
@@ -185,6 +185,31 @@ def main():
         check(ds.attrs.get("Conventions") == "CF-1.8", "xarray: Conventions")
     finally:
         ds.close()
+    # --- rioxarray, no options: on the xarray dataset and through rasterio (GDAL) ---
+    import rioxarray  # noqa: F401  (registers .rio)
+
+    ds = xr.open_dataset(a.result, engine="h5netcdf")
+    try:
+        for n in names:
+            crs = ds[n].rio.crs
+            if georef:
+                check(crs is not None and same_srs(crs.to_wkt(), srs_of(in_info)), f"rioxarray {n}: CRS {crs}")
+                t = ds[n].rio.transform()
+                check(np.allclose([t.c, t.a, t.b, t.f, t.d, t.e], gt, rtol=0, atol=1e-9),
+                      f"rioxarray {n}: transform {tuple(t)[:6]} differs from the input's {gt}")
+            else:
+                check(crs is None, f"rioxarray {n}: CRS {crs} on a result without georeferencing")
+    finally:
+        ds.close()
+    if georef:
+        r = rioxarray.open_rasterio(f'NETCDF:"{a.result}":unwrapped_phase')
+        t = r.rio.transform()
+        check(r.rio.crs is not None and same_srs(r.rio.crs.to_wkt(), srs_of(in_info)),
+              f"rioxarray.open_rasterio: CRS {r.rio.crs}")
+        check(np.allclose([t.c, t.a, t.b, t.f, t.d, t.e], gt, rtol=0, atol=1e-9),
+              f"rioxarray.open_rasterio: transform {tuple(t)[:6]}")
+        r.close()
+
     raw_ds = xr.open_dataset(a.result, engine="h5netcdf", mask_and_scale=False)
     for n in names:
         check(raw_ds[n].dtype == raw[n].dtype and np.array_equal(raw_ds[n].values, raw[n], equal_nan=True),
