@@ -26,6 +26,8 @@
 #include "app/error_report.h"
 #include "backend/backend.h"
 #include "app/hologram_command.h"
+#include "app/plan_command.h"
+#include "pipeline/chunk_plan.h"
 #include "app/synth.h"
 #include "pipeline/unwrap_pipeline.h"
 
@@ -195,11 +197,19 @@ int main(int argc, char** argv) {
     unwrap->add_option("--rank-grid", uo.rank_grid, "PxQ ranks over the tile grid (default: automatic)");
     unwrap->add_option("--device", uo.device, "CUDA device for every rank (default: the node-local rank's)");
     unwrap->add_flag("--share-gpus", uo.share_gpus, "allow more ranks than GPUs on a node");
+    std::string memory_limit = "auto", gpu_memory_limit = "auto";
+    unwrap->add_option("--memory-limit", memory_limit,
+                       "host bytes a rank may hold (4G, 512M, ...); a larger window is taken in chunks (auto: what the "
+                       "node has, shared by its ranks)")
+        ->capture_default_str();
+    unwrap->add_option("--gpu-memory-limit", gpu_memory_limit, "GPU bytes a rank may hold (auto: what is free on it)")
+        ->capture_default_str();
 
     auto* hologram = tessera::add_hologram_command(app);
-    std::function<void()> run_background, run_clahe;  // set by their subcommand's parse
+    std::function<void()> run_background, run_clahe, run_plan;  // set by their subcommand's parse
     auto* background = tessera::add_background_command(app, run_background);
     auto* clahe = tessera::add_clahe_command(app, run_clahe);
+    auto* plan = tessera::add_plan_command(app, run_plan);
 
     std::string synth_case = "topo", synth_size = "1024x1024", synth_dir;
     uint64_t synth_seed = 1;
@@ -229,6 +239,9 @@ int main(int argc, char** argv) {
         if (*unwrap) {
             if (!reference.empty()) uo.reference = std::pair<int64_t, int64_t>{reference[0], reference[1]};
             uo.backend = tessera::resolve_backend(backend_name);
+            if (memory_limit != "auto") uo.memory_limit = tessera::parse_bytes(memory_limit, "--memory-limit");
+            if (gpu_memory_limit != "auto")
+                uo.gpu_memory_limit = tessera::parse_bytes(gpu_memory_limit, "--gpu-memory-limit");
             uo.output = ub.output();
             const std::vector<std::string> inputs = tessera::expand_inputs(ub.input_items());
             if (tessera::unwrap_is_batch(ub, inputs, uo.output)) {
@@ -255,6 +268,8 @@ int main(int argc, char** argv) {
             run_background();
         } else if (*clahe) {
             run_clahe();
+        } else if (*plan) {
+            run_plan();
         } else if (*synth) {
             const auto [rows, cols] = parse_size(synth_size);
             std::vector<std::string> cases =

@@ -17,6 +17,7 @@
 #include "kernels/residue.h"
 #include "partition/comm.h"
 #include "partition/rank_grid.h"
+#include "pipeline/chunk_run.h"
 #include "pipeline/unwrap_region.h"
 
 namespace tessera {
@@ -48,6 +49,12 @@ struct BackendOps {
     RegionStats (*unwrap_region)(const RegionArrays& a, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
                                  std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage,
                                  const RegionFill& fill);
+    // pipeline/chunked_stages.h: unwrap_chunked on this backend's Region.
+    RegionStats (*unwrap_chunked)(const RankGrid& grid, Comm& comm, const UnwrapParams& p, int64_t tile_rows,
+                                  bool with_cycles, const ChunkRun& run);
+    // Bytes free on the current device (the --gpu-memory-limit default); -1 where the backend
+    // keeps nothing on a device.
+    int64_t (*device_free_bytes)();
     // pipeline/hologram_backend.h: an engine for rows x cols frames on `device` (-1: current).
     std::unique_ptr<HologramEngine> (*hologram_engine)(int64_t rows, int64_t cols, int device);
     // pipeline/frame_lane.h: one lane's frame chain.

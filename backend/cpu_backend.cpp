@@ -7,6 +7,7 @@
 #include "kernels/cpu/region.h"
 #include "kernels/hologram.h"
 #include "partition/clahe.h"
+#include "pipeline/chunked_stages.h"
 #include "pipeline/frame_lane.h"
 #include "pipeline/hologram_backend.h"
 #include "pipeline/region_stages.h"
@@ -62,6 +63,8 @@ const BackendOps kCpuOps{
     [] { return true; },
     [](int, int, int, bool) { return -1; },
     &region_stages<cpu::Region>,
+    &unwrap_chunked<cpu::Region>,
+    [] { return int64_t{-1}; },
     [](int64_t rows, int64_t cols, int) -> std::unique_ptr<HologramEngine> {
         return std::make_unique<CpuHologramEngine>(rows, cols);
     },

@@ -405,34 +405,44 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
                 fill = static_cast<T>(*d), has_fill_attr = true;
             }
         }
-        // Parallel HDF5 1.10 writes filtered datasets only collectively. The MPI-IO
-        // driver turns the allocation time into EARLY whatever is asked (h5dump shows
-        // H5D_ALLOC_TIME_EARLY): every chunk is allocated and filled at creation, the
-        // fill chunk compressed once (17 ms for two 8192 x 8192 datasets). INCR is
-        // asked for so that a driver without that rule writes only the chunks touched.
-        const bool deflate = deflate_level_ > 0;
-        if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0 || (deflate && H5Pset_shuffle(dcpl.get()) < 0) ||
-            (deflate && H5Pset_deflate(dcpl.get(), static_cast<unsigned>(deflate_level_)) < 0) ||
-            H5Pset_fill_value(dcpl.get(), type, &fill) < 0 ||
-            H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR) < 0) {
-            fail("cannot set chunking/compression");
-            break;
-        }
-        Handle dset(H5Dcreate2(static_cast<hid_t>(file_), name.c_str(), type, fspace.get(),
-                               H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-                    H5Dclose);
-        if (!dset.ok()) { fail("cannot create"); break; }
+        // A dataset written before (a chunked run's earlier windows, section 5.1): this window
+        // into it; it was created, with its attributes, by the first.
+        Handle dset;
+        const htri_t exists = H5Lexists(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT);
+        if (exists < 0) { fail("cannot look up"); break; }
+        if (exists > 0) {
+            dset.reset(H5Dopen2(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
+            if (!dset.ok()) { fail("cannot open"); break; }
+        } else {
+            // Parallel HDF5 1.10 writes filtered datasets only collectively. The MPI-IO
+            // driver turns the allocation time into EARLY whatever is asked (h5dump shows
+            // H5D_ALLOC_TIME_EARLY): every chunk is allocated and filled at creation, the
+            // fill chunk compressed once (17 ms for two 8192 x 8192 datasets). INCR is
+            // asked for so that a driver without that rule writes only the chunks touched.
+            const bool deflate = deflate_level_ > 0;
+            if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0 || (deflate && H5Pset_shuffle(dcpl.get()) < 0) ||
+                (deflate && H5Pset_deflate(dcpl.get(), static_cast<unsigned>(deflate_level_)) < 0) ||
+                H5Pset_fill_value(dcpl.get(), type, &fill) < 0 ||
+                H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR) < 0) {
+                fail("cannot set chunking/compression");
+                break;
+            }
+            dset.reset(H5Dcreate2(static_cast<hid_t>(file_), name.c_str(), type, fspace.get(),
+                                  H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                       H5Dclose);
+            if (!dset.ok()) { fail("cannot create"); break; }
 
-        // Attributes: _FillValue in the dataset's type, the caller's or, for float datasets,
-        // NaN (it marks pixels never written).
-        if (has_fill_attr || std::is_floating_point_v<T>) {
-            Handle s(H5Screate(H5S_SCALAR), H5Sclose);
-            Handle a(H5Acreate2(dset.get(), "_FillValue", type, s.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-            if (!a.ok() || H5Awrite(a.get(), type, &fill) < 0) { fail("cannot write _FillValue"); break; }
-        }
-        if (std::string e = write_attributes_on(dset.get(), rest); !e.empty()) {
-            local = {FailKind::kRuntime, where + ": " + e};
-            break;
+            // Attributes: _FillValue in the dataset's type, the caller's or, for float datasets,
+            // NaN (it marks pixels never written).
+            if (has_fill_attr || std::is_floating_point_v<T>) {
+                Handle s(H5Screate(H5S_SCALAR), H5Sclose);
+                Handle a(H5Acreate2(dset.get(), "_FillValue", type, s.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+                if (!a.ok() || H5Awrite(a.get(), type, &fill) < 0) { fail("cannot write _FillValue"); break; }
+            }
+            if (std::string e = write_attributes_on(dset.get(), rest); !e.empty()) {
+                local = {FailKind::kRuntime, where + ": " + e};
+                break;
+            }
         }
 
         // One rank writing the whole image compressed: the chunks are compressed on the host's
@@ -578,6 +588,23 @@ void Hdf5Writer::write_scalar_variable(const std::string& name, const std::vecto
                                : -1,
                     H5Dclose);
         if (!dset.ok()) return "cannot create";
+        return write_attributes_on(dset.get(), attrs);
+    });
+}
+
+bool Hdf5Writer::has_dataset(const std::string& name) {
+    htri_t exists = 0;
+    collective_step("look-up of '" + name + "'", [&]() -> std::string {
+        exists = H5Lexists(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT);
+        return exists < 0 ? "cannot look up" : "";
+    });
+    return exists > 0;
+}
+
+void Hdf5Writer::write_dataset_attributes(const std::string& name, const std::vector<Attribute>& attrs) {
+    collective_step("attributes of '" + name + "'", [&]() -> std::string {
+        Handle dset(H5Dopen2(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
+        if (!dset.ok()) return "no such dataset";
         return write_attributes_on(dset.get(), attrs);
     });
 }

@@ -62,6 +62,10 @@ public:
                           const std::vector<Attribute>& attrs);
     // A scalar int32 dataset (0) that carries only attributes: a CF grid-mapping variable.
     void write_scalar_variable(const std::string& name, const std::vector<Attribute>& attrs);
+    // Whether a dataset `name` was written (the same on every rank).
+    bool has_dataset(const std::string& name);
+    // Attributes added to the dataset `name`, written before.
+    void write_dataset_attributes(const std::string& name, const std::vector<Attribute>& attrs);
     // Attaches the coordinate variables `dims` (one per dimension, written before) to the
     // dataset `name` as its dimension scales (H5DS: netCDF-4's dimensions).
     void attach_dimensions(const std::string& name, const std::vector<std::string>& dims);

@@ -29,10 +29,6 @@ public:
     virtual void finish(const std::vector<Attribute>& root_attributes) = 0;
 };
 
-// Every dataset of the result into `out` (io/unwrap_result_writer.h), committed by finish();
-// `out` must outlive it.
-std::unique_ptr<ResultSink> hdf5_result_sink(Hdf5Writer& out, int compress_phase);
-
 // What a GeoTIFF of the result holds (README "Output"); every one carries `geo`.
 enum class GeoTiffBand {
     kPhase,              // float32 u, nodata NaN (--geotiff)
@@ -46,6 +42,20 @@ inline constexpr uint16_t kDolphinComponentsNodata = 65535;
 // dolphin's names of the phase and components GeoTIFFs of PREFIX.
 inline std::string dolphin_phase_path(const std::string& prefix) { return prefix + ".unw.tif"; }
 inline std::string dolphin_components_path(const std::string& prefix) { return prefix + ".unw.conncomp.tif"; }
+
+// Every dataset of the result into `out` (io/unwrap_result_writer.h), committed by finish();
+// `out` must outlive it.
+std::unique_ptr<ResultSink> hdf5_result_sink(Hdf5Writer& out, int compress_phase);
+// The same for a run that hands its result over in windows (a chunked run, docs/
+// ARCHITECTURE.md section 5.1): write() may be called many times, the same number of times on
+// every rank (empty windows allowed), and writes each window at once.
+std::unique_ptr<ResultSink> hdf5_windows_sink(Hdf5Writer& out, int compress_phase);
+// `band` of `out`'s file, once finished, copied by rank 0 into a GeoTIFF at `path` in strips:
+// for a result that no rank holds whole. finish() must come after the HDF5 sink's; write() does
+// nothing. Failures agreed on (InputError::everywhere).
+std::unique_ptr<ResultSink> geotiff_from_hdf5_sink(const Hdf5Writer& out, const std::string& path, int64_t H,
+                                                   int64_t W, const GeoRef& geo, Comm& comm,
+                                                   GeoTiffBand band = GeoTiffBand::kPhase);
 
 // `band` of the result as a GeoTIFF at `path`, H x W, written by rank 0 of `comm` from the
 // ranks' windows; failures agreed on (InputError::everywhere).

@@ -13,6 +13,10 @@ ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles) {
     return cuda ? ChunkBytes{arrays, 24} : ChunkBytes{arrays + 8, 0};
 }
 
+ChunkBytes in_core_bytes_per_pixel(bool cuda, bool cycles) {
+    return {4 + 1 + 4 + 1 + (cycles ? 4 : 0) + 16, cuda ? 24 : 0};
+}
+
 Plan make_plan(const PlanRequest& req, const std::string& input) {
     Plan plan;
     plan.grid = make_rank_grid(TileGrid(req.H, req.W, req.tile), req.ranks, req.rank_grid, input);
@@ -22,6 +26,19 @@ Plan make_plan(const PlanRequest& req, const std::string& input) {
     for (int r = 0; r < plan.grid.size(); ++r)
         max_rows = std::max(max_rows, plan.grid.own(r).rows), max_cols = std::max(max_cols, plan.grid.buffer(r).cols);
     const int64_t tile = plan.grid.tiles.tile, trows = (max_rows + tile - 1) / tile;
+    int64_t max_buf = 0;  // pixels of the largest buffer window
+    for (int r = 0; r < plan.grid.size(); ++r) max_buf = std::max(max_buf, plan.grid.buffer(r).size());
+    const ChunkBytes whole = in_core_bytes_per_pixel(req.cuda, req.cycles);
+    auto fits = [](int64_t limit, int64_t bytes) { return limit < 0 || bytes <= limit; };
+    if (fits(req.host_limit, max_buf * whole.host) && fits(req.device_limit, max_buf * whole.device) &&
+        (!req.cuda || max_buf <= kDeviceWindowPixels)) {
+        plan.tile_rows = trows, plan.chunks = 1, plan.passes = 1;
+        plan.host_bytes = max_buf * whole.host, plan.device_bytes = max_buf * whole.device;
+        plan.read_bytes = req.H * req.W * req.input_bytes_per_pixel;
+        plan.write_bytes = req.H * req.W * req.output_bytes_per_pixel;
+        return plan;
+    }
+    plan.streamed = true;
     auto rows_fitting = [&](int64_t limit, int64_t bytes, const char* what) {
         if (limit < 0 || bytes == 0) return trows;
         const int64_t row_bytes = max_cols * bytes;
@@ -40,7 +57,7 @@ Plan make_plan(const PlanRequest& req, const std::string& input) {
     if (req.cuda) rows = std::min(rows, std::max<int64_t>(1, (kDeviceWindowPixels / max_cols - 1) / tile));
     plan.tile_rows = std::max<int64_t>(rows, 1);
     plan.chunks = (trows + plan.tile_rows - 1) / plan.tile_rows;
-    plan.passes = plan.in_core() ? 1 : 3;
+    plan.passes = 3;
     const int64_t chunk_px = (std::min(plan.tile_rows * tile, max_rows) + 1) * max_cols;
     plan.host_bytes = chunk_px * per.host;
     plan.device_bytes = chunk_px * per.device;

@@ -16,6 +16,9 @@ struct ChunkBytes {
     int64_t host = 0, device = 0;
 };
 ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles);
+// Bytes a rank holds per pixel of its buffer window in one piece (section 8): the arrays
+// (phase 4, flags 1, labels 4, valid 1, k 4 when kept) and the stages' own, at most 16.
+ChunkBytes in_core_bytes_per_pixel(bool cuda, bool cycles);
 
 struct PlanRequest {
     int64_t H = 0, W = 0, tile = 512;
@@ -33,9 +36,12 @@ struct Plan {
     int64_t tile_rows = 0;       // tile rows per chunk (the same on every rank)
     int64_t chunks = 1;          // chunks of the largest rank window
     int passes = 1;              // reads of the input: 1 in core, 3 in chunks
-    int64_t host_bytes = 0, device_bytes = 0;  // per rank, for the largest chunk
+    int64_t host_bytes = 0, device_bytes = 0;  // per rank, for the largest window or chunk
     int64_t read_bytes = 0, write_bytes = 0;   // the whole run
-    bool in_core() const { return chunks == 1; }
+    // The window in one piece when it fits both limits; otherwise chunks (even one: a chunked
+    // run holds fewer bytes a pixel than a run in one piece).
+    bool streamed = false;
+    bool in_core() const { return !streamed; }
 };
 
 // The share of a memory limit that chunk arrays may take; the rest holds the rank's residues,

@@ -23,16 +23,10 @@
 #include "partition/lake_exchange.h"
 #include "partition/matching.h"
 #include "partition/rank_grid.h"
+#include "pipeline/chunk_run.h"
 #include "pipeline/unwrap_region.h"
 
 namespace tessera {
-
-// Fills a chunk's phase and flags over a.buf (the chunk's own rows plus the one-pixel halo
-// below and to the right where the image continues), as unwrap_region's input is filled.
-using ChunkFill = std::function<void(const RegionArrays& a)>;
-// Takes a chunk's result over `own` (the chunk's rows of the own window): u in a.phase, labels
-// in a.label (as wide as RegionStats::label_bytes), k in a.cycles when it was asked for.
-using ChunkSink = std::function<void(const RegionArrays& a, const Window& own)>;
 
 // The chunks of `own`: bands of `tile_rows` tile rows (the last one shorter).
 inline std::vector<Window> chunk_windows(const Window& own, const TileGrid& tiles, int64_t tile_rows) {
@@ -89,16 +83,21 @@ private:
 
 }  // namespace chunked
 
-// Region: cpu::Region or cuda::Region. `tile_rows`: tile rows per chunk. Collective over comm;
-// `stage(name)` is called after each stage of the last chunk's pass.
+// Region: cpu::Region or cuda::Region. `tile_rows`: tile rows per chunk. Collective over comm
+// (pipeline/chunk_run.h says what `run` holds).
 template <class Region>
 RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams& p, int64_t tile_rows,
-                           bool with_cycles, const ChunkFill& fill, const ChunkSink& sink,
-                           const std::function<void(const char*)>& stage = [](const char*) {}) {
+                           bool with_cycles, const ChunkRun& run) {
     const Window own = grid.own(comm.rank());
     const TileGrid& tiles = grid.tiles;
     const int64_t H = tiles.H, W = tiles.W, r1 = own.row0 + own.rows, c1 = own.col0 + own.cols;
     const std::vector<Window> chunks = chunk_windows(own, tiles, tile_rows);
+    const int64_t n_chunks = static_cast<int64_t>(chunks.size());
+    // The sink's writes are collective: every rank takes as many rounds as the rank with most chunks.
+    const int64_t rounds = comm.max(n_chunks);
+    const ChunkFill& fill = run.fill;
+    const ChunkSink& sink = run.sink;
+    const auto& stage = run.stage;
     auto with_chunk = [&](const Window& cw, auto&& body) {
         chunked::ChunkArrays ca(tiles, cw, with_cycles);
         fill(ca.a);
@@ -112,8 +111,8 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     std::vector<Residue> res;
     RowRuns runs;
     LakeHalo halo;
-    for (const Window& cw : chunks)
-        with_chunk(cw, [&](Region& region, const RegionArrays& a) {
+    for (int64_t i = 0; i < n_chunks; ++i)
+        with_chunk(chunks[i], [&, &cw = chunks[i]](Region& region, const RegionArrays& a) {
             std::vector<Residue> r = region.find_residues();
             res.insert(res.end(), r.begin(), r.end());
             runs.append_rows(a.flags + a.index(cw.row0, own.col0), a.buf.cols, cw.rows, own.col0, own.cols);
@@ -123,6 +122,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             if (cw.row0 + cw.rows == r1 && r1 < H)
                 for (int64_t c = own.col0; c <= std::min(c1, W - 1); ++c)
                     halo.below.push_back((a.flags[a.index(r1, c)] & kUnreliable) != 0);
+            run.chunk_done(1, i + 1, n_chunks);
         });
     stage("residues");
     MatchStats ms;
@@ -133,6 +133,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                             [&](int64_t r, int64_t c) { return lakes.reaches_out(r, c); }};
         cuts = match_residues(res, view, grid, p.max_pair_distance, comm, ms);
     }
+    if (run.residues_out) *run.residues_out = std::move(res);
     res = {};
     st.residues = ms.residues, st.pairs = ms.pairs, st.ground_cuts = ms.ground_cuts;
     st.lake_joins = ms.lake_joins, st.shared = ms.shared;
@@ -143,8 +144,8 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     RegionComponents comps;
     chunked::BorderStates borders;
     std::vector<PixelState> above;  // the previous chunk's last row
-    for (const Window& cw : chunks)
-        with_chunk(cw, [&](Region& region, const RegionArrays&) {
+    for (int64_t i = 0; i < n_chunks; ++i)
+        with_chunk(chunks[i], [&, &cw = chunks[i]](Region& region, const RegionArrays&) {
             region.place_cuts(cuts);
             RegionComponents c = region.union_find();
             comps.records.insert(comps.records.end(), c.records.begin(), c.records.end());
@@ -166,6 +167,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             if (p.reference && cw.contains(p.reference->first, p.reference->second))
                 borders.keep({p.reference->first, p.reference->second, 1, 1},
                              region.strip({p.reference->first, p.reference->second, 1, 1}));
+            run.chunk_done(2, i + 1, n_chunks);
         });
     stage("union_find");
     const GlobalSolution g = solve_global(comps, grid, comm, p.min_component_size, p.reference,
@@ -177,8 +179,8 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
 
     // Pass 3: the same cuts and union-find again, then each chunk's share of the assignment.
     const auto& recs = comps.records;
-    for (const Window& cw : chunks)
-        with_chunk(cw, [&](Region& region, const RegionArrays& a) {
+    for (int64_t i = 0; i < n_chunks; ++i)
+        with_chunk(chunks[i], [&, &cw = chunks[i]](Region& region, const RegionArrays& a) {
             region.place_cuts(cuts);
             (void)region.union_find();
             auto below = [&](int64_t row) {
@@ -190,8 +192,10 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             region.apply(ComponentAssignment{std::span(recs).subspan(b, e - b), std::span(g.offset).subspan(b, e - b),
                                              std::span(g.label).subspan(b, e - b), st.label_bytes});
             region.finish();
-            sink(a, cw);
+            sink(a, cw, st.label_bytes);
+            run.chunk_done(3, i + 1, n_chunks);
         });
+    for (int64_t i = n_chunks; i < rounds; ++i) sink(RegionArrays{}, Window{own.row0 + own.rows, own.col0, 0, own.cols}, st.label_bytes);
     stage("apply");
     st.bytes_sent = comm.bytes_sent();
     return st;

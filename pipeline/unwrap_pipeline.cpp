@@ -29,6 +29,8 @@
 #include "io/phase_source.h"
 #include "io/result_sink.h"
 #include "io/raster_reader.h"
+#include "backend/backend.h"
+#include "pipeline/chunk_plan.h"
 #include "pipeline/host_buffer.h"
 #include "app/memory_budget.h"
 #include "app/progress.h"
@@ -157,6 +159,131 @@ void check_same_size(const std::string& path, const RasterInfo& info, const Rast
                                    std::to_string(ref.rows));
 }
 
+// What a read saw on this rank, for the checks of what the inputs claim to be (section 7).
+struct ReadTally {
+    InputRanges ranges;
+    int64_t valid = 0;
+    CycleJumps jumps;
+    bool ref_unreliable = false;
+    void add(const InputRanges& r, int64_t v, const CycleJumps& j) {
+        ranges.lo = std::min(ranges.lo, r.lo), ranges.hi = std::max(ranges.hi, r.hi);
+        ranges.coh_lo = std::min(ranges.coh_lo, r.coh_lo), ranges.coh_hi = std::max(ranges.coh_hi, r.coh_hi);
+        valid += v, jumps.wraps += j.wraps, jumps.steps += j.steps;
+    }
+};
+
+int64_t count_valid(const RegionArrays& a, const Window& w) {
+    int64_t valid = 0;
+#pragma omp parallel for reduction(+ : valid) schedule(static)
+    for (int64_t r = w.row0; r < w.row0 + w.rows; ++r)
+        for (int64_t c = w.col0; c < w.col0 + w.cols; ++c) valid += !(a.flags[a.index(r, c)] & kInvalid);
+    return valid;
+}
+
+// The checks after the read, agreed on by every rank; the number of valid pixels. `jumps`
+// gives this rank's cycle jumps, asked for only when the range looks like cycles.
+int64_t check_read(Comm& comm, const UnwrapOptions& opt, const ReadTally& t, const std::function<CycleJumps()>& jumps) {
+    const int64_t valid = comm.sum(t.valid);
+    const InputRanges& rg = t.ranges;
+    const double lo = -comm.max(-static_cast<double>(rg.lo)), hi = comm.max(static_cast<double>(rg.hi));
+    const double coh_lo = -comm.max(-static_cast<double>(rg.coh_lo)), coh_hi = comm.max(static_cast<double>(rg.coh_hi));
+    CycleJumps j;
+    if (lo <= hi && cycle_range(lo, hi)) {
+        j = jumps();
+        j.wraps = comm.sum(j.wraps), j.steps = comm.sum(j.steps);
+    }
+    agree(comm, [&] {
+        if (lo <= hi) check_phase_range(opt.input, lo, hi, valid, j);
+        if (!opt.coherence.empty() && coh_lo <= coh_hi && (coh_lo < 0.0 || coh_hi > 1.0 + 1e-4))
+            throw InputError(opt.coherence, "values in [" + fmt(coh_lo) + ", " + fmt(coh_hi) +
+                                                "]: not a coherence (expected values in [0, 1])");
+        if (valid == 0) throw InputError(opt.input, "no valid pixels (all nodata or masked)");
+        if (t.ref_unreliable)
+            throw InputError(opt.input, "reference pixel is invalid (nodata, masked or below --min-coherence)");
+    });
+    return valid;
+}
+
+// Bytes read per pixel in one pass over the inputs: the phase (8 complex), coherence, mask.
+int64_t input_bytes_per_pixel(const UnwrapOptions& opt, const RasterInfo& info) {
+    return (info.is_complex ? 8 : 4) + (opt.coherence.empty() ? 0 : 4) + (opt.mask.empty() ? 0 : 1);
+}
+
+// The size and plan, printed before any work (issue 16).
+std::string describe_plan(const UnwrapOptions& opt, const Plan& plan, int64_t H, int64_t W, const char* backend) {
+    char line[512];
+    const int64_t tile = plan.grid.tiles.tile;
+    const std::string mem = format_bytes(plan.host_bytes) +
+                            (plan.device_bytes > 0 ? " host, " + format_bytes(plan.device_bytes) + " GPU" : std::string()) +
+                            " per rank";
+    std::snprintf(line, sizeof line, "unwrap %s: %lld x %lld (%.2f Gpx), %d rank(s) %lldx%lld, %s, tiles of %lld; %s; %s",
+                  opt.input.c_str(), static_cast<long long>(H), static_cast<long long>(W),
+                  static_cast<double>(H) * static_cast<double>(W) / 1e9, plan.grid.size(),
+                  static_cast<long long>(plan.grid.P), static_cast<long long>(plan.grid.Q), backend,
+                  static_cast<long long>(tile),
+                  plan.in_core() ? "in one piece"
+                                 : (std::to_string(plan.chunks) + " chunk(s) of " + std::to_string(plan.tile_rows * tile) +
+                                    " rows a rank, 3 passes")
+                                       .c_str(),
+                  mem.c_str());
+    return line;
+}
+
+// The run's report completed on every rank alike, and the result's root attributes.
+std::vector<Attribute> finish_report(UnwrapReport& rep, const RegionStats& st, Comm& comm, const UnwrapOptions& opt,
+                                     const RasterInfo& info, const RankGrid& grid) {
+    rep.ranks = comm.size();
+    rep.rank_rows = grid.P;
+    rep.rank_cols = grid.Q;
+    rep.bytes_sent_max = comm.max(st.bytes_sent);
+    rep.bytes_sent_total = comm.sum(st.bytes_sent);
+    std::vector<Attribute> attrs = result_attributes(opt, opt.input, rep, info);
+    // Stage times: the slowest rank's, so that every rank writes the same values.
+    for (StageTime& t : rep.times) {
+        t.seconds = comm.max(t.seconds);
+        attrs.push_back({"time_" + t.stage, t.seconds});
+    }
+    return attrs;
+}
+
+// A window `w` of the result in `a` as the sinks take it (io/unwrap_result_writer.h), with the
+// optional residues (from the rank's, sorted by id) and cut bits of that window. An empty
+// window names the same datasets as the others (the writes are collective).
+struct ResultParts {
+    std::vector<int8_t> q;
+    std::vector<uint8_t> cut_bits;
+    UnwrapResultWindow window;
+
+    ResultParts(const RegionArrays& a, const Window& w, int lb, const UnwrapOptions& opt, const std::vector<Residue>& res) {
+        static int32_t no_cycles;
+        static int8_t no_residues;
+        static uint8_t no_cuts;
+        const bool empty = w.size() == 0;
+        const int64_t o = empty ? 0 : a.index(w.row0, w.col0);
+        if (opt.save_residues && !empty) {
+            q.assign(static_cast<size_t>(w.size()), 0);
+            auto first = std::lower_bound(res.begin(), res.end(), w.row0, [](const Residue& x, int64_t r) { return x.r < r; });
+            for (auto it = first; it != res.end() && it->r < w.row0 + w.rows; ++it)
+                if (it->c >= w.col0 && it->c < w.col0 + w.cols)
+                    q[static_cast<size_t>((it->r - w.row0) * w.cols + (it->c - w.col0))] += static_cast<int8_t>(it->sign);
+        }
+        if (opt.save_cuts && !empty) {
+            cut_bits.resize(static_cast<size_t>(w.size()));
+            for (int64_t i = 0; i < w.rows; ++i)
+                for (int64_t j = 0; j < w.cols; ++j)
+                    cut_bits[static_cast<size_t>(i * w.cols + j)] = a.flags[a.index(w.row0 + i, w.col0 + j)] & (kBlockRight | kBlockDown);
+        }
+        window = {w,
+                  empty ? 0 : a.buf.cols,
+                  empty ? nullptr : a.phase + o,
+                  empty ? nullptr : static_cast<const uint8_t*>(a.label) + o * lb,
+                  lb,
+                  !opt.save_cycles ? nullptr : empty ? &no_cycles : a.cycles + o,
+                  !opt.save_residues ? nullptr : empty ? &no_residues : q.data(),
+                  !opt.save_cuts ? nullptr : empty ? &no_cuts : cut_bits.data()};
+    }
+};
+
 }  // namespace
 
 std::vector<std::pair<std::string, GeoTiffBand>> geotiff_outputs(const UnwrapOptions& opt) {
@@ -228,19 +355,28 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
     });
     select_rank_device(comm, opt.backend, opt.device, opt.share_gpus);
+    const BackendOps& ops = backend_ops(opt.backend);
     const RasterInfo& info = in->info();
     const int64_t H = info.rows, W = info.cols;
-    // Memory before allocating (section 7): the window's arrays (phase 4, flags 1, labels 4,
-    // valid 1, cycles 4) and the stages' own (about 16 bytes a pixel at most), times the ranks
-    // of this node sharing its memory.
     const Window own = grid.own(rank), buf = grid.buffer(rank);
+    // The plan (section 5.1): the window in one piece when it fits this rank's share of the
+    // host's memory (--memory-limit, else what the node has, shared by its ranks) and of its
+    // GPU's, else in chunks of whole tile rows that fit.
     const int64_t local_ranks = comm.size() > 1 ? comm.node_local_rank().second : 1;
+    Plan plan;
     agree(comm, [&] {
-        const int64_t per_pixel = 4 + 1 + 4 + 1 + (opt.save_cycles ? 4 : 0) + 16;
-        const int64_t need = buf.size() * per_pixel;
-        check_memory(opt.input, need, buf.rows, buf.cols, std::max<int64_t>(1, local_ranks));
+        const int64_t avail = available_memory();
+        PlanRequest q;
+        q.H = H, q.W = W, q.tile = opt.tile_size, q.ranks = comm.size(), q.rank_grid = opt.rank_grid;
+        q.cuda = opt.backend == Backend::kCuda, q.cycles = opt.save_cycles;
+        q.host_limit = opt.memory_limit > 0 ? opt.memory_limit : avail < 0 ? -1 : avail / std::max<int64_t>(1, local_ranks);
+        q.device_limit = opt.gpu_memory_limit > 0 ? opt.gpu_memory_limit : ops.device_free_bytes();
+        q.input_bytes_per_pixel = input_bytes_per_pixel(opt, info);
+        q.output_bytes_per_pixel = 4 + 1 + (opt.save_cycles ? 4 : 0);
+        plan = make_plan(q, opt.input);
         check_output_space(opt, H * W);
     });
+    progress.begin(describe_plan(opt, plan, H, W, ops.name));
     // Every output goes to a unique temporary; rank 0 renames them all together at the end
     // (io/output_set.h). Created before any work so that a bad output path fails first.
     OutputSet outputs(opt.overwrite);
@@ -249,112 +385,133 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
     agree(comm, [&] { out = std::make_unique<Hdf5Writer>(opt.output, mpi_comm, H, W); });
     rep.rows = H;
     rep.cols = W;
-
-    HostBuffer<float> phase(static_cast<size_t>(buf.size()));
-    HostBuffer<uint8_t> flags(static_cast<size_t>(buf.size()));
-    HostBuffer<uint32_t> label(static_cast<size_t>(buf.size()));
-    HostBuffer<int32_t> cycles(opt.save_cycles ? static_cast<size_t>(buf.size()) : 0);
-    RegionArrays a{H, W, buf, phase.data(), flags.data(), label.data(), opt.save_cycles ? cycles.data() : nullptr};
-    // The read fills the region's arrays once the backend's region exists, so that the CUDA
-    // backend uploads phase rows while the rest is read (issue 5; kernels/region.h).
-    const RegionFill read_stage = [&](const RowsReady& ready) {
-        InputRanges rg;
-        agree(comm, [&] {
-            rg = in->fill(a, ready);
-            inject_error_for_tests(rank, "read");
-        });
-        int64_t valid = 0;
-#pragma omp parallel for reduction(+ : valid) schedule(static)
-        for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
-            for (int64_t c = own.col0; c < own.col0 + own.cols; ++c) valid += !(flags[static_cast<size_t>(a.index(r, c))] & kInvalid);
-        valid = comm.sum(valid);
-        const double lo = -comm.max(-static_cast<double>(rg.lo)), hi = comm.max(static_cast<double>(rg.hi));
-        const double coh_lo = -comm.max(-static_cast<double>(rg.coh_lo)), coh_hi = comm.max(static_cast<double>(rg.coh_hi));
-        CycleJumps jumps;
-        if (lo <= hi && cycle_range(lo, hi)) {
-            jumps = cycle_jumps(a, own, flags.data());
-            jumps.wraps = comm.sum(jumps.wraps), jumps.steps = comm.sum(jumps.steps);
-        }
-        agree(comm, [&] {
-            if (lo <= hi) check_phase_range(opt.input, lo, hi, valid, jumps);
-            if (!opt.coherence.empty() && coh_lo <= coh_hi && (coh_lo < 0.0 || coh_hi > 1.0 + 1e-4))
-                throw InputError(opt.coherence, "values in [" + fmt(coh_lo) + ", " + fmt(coh_hi) +
-                                                    "]: not a coherence (expected values in [0, 1])");
-            if (valid == 0) throw InputError(opt.input, "no valid pixels (all nodata or masked)");
-            if (opt.reference && own.contains(opt.reference->first, opt.reference->second) &&
-                (flags[static_cast<size_t>(a.index(opt.reference->first, opt.reference->second))] & kUnreliable))
-                throw InputError(opt.input, "reference pixel is invalid (nodata, masked or below --min-coherence)");
-        });
-        rep.valid = valid;
-        stage_done("read");
-    };
-    // Labels stay as narrow as they fit: the writer widens them chunk by chunk (label_width.h).
-    UnwrapParams params{opt.max_pair_distance, opt.min_component_size, opt.reference, opt.backend, true};
-    std::vector<Residue> res;
-    const RegionStats st = unwrap_region(
-        a, grid, comm, params, opt.save_residues ? &res : nullptr,
-        [&](const char* s) {
-            inject_error_for_tests(rank, s);
-            stage_done(s);
-        },
-        read_stage);
-    add_region_stats(rep, st);
-    if (opt.reference) {
-        // MintPy's convention (REF_Y/REF_X): u = 0 at the reference pixel, the same constant
-        // subtracted from every valid pixel (the integer k keep k = 0 there).
-        const auto [rr, rc] = *opt.reference;
-        float u_ref = own.contains(rr, rc) ? phase[static_cast<size_t>(a.index(rr, rc))] : 0.0f;
-        comm.bcast(u_ref, grid.rank_of(rr, rc));
-        subtract_reference(phase.data(), a, own, u_ref);
-        rep.reference_phase = u_ref;
-    }
-    rep.ranks = comm.size();
-    rep.rank_rows = grid.P;
-    rep.rank_cols = grid.Q;
-    rep.bytes_sent_max = comm.max(st.bytes_sent);
-    rep.bytes_sent_total = comm.sum(st.bytes_sent);
-
-    // --- outputs (section 7): every rank writes its own window collectively ---
-    const int64_t o = a.index(own.row0, own.col0), stride = buf.cols;
-    const int lb = st.label_bytes;
-    std::vector<int8_t> q;
-    if (opt.save_residues) {
-        q.assign(static_cast<size_t>(own.size()), 0);
-        for (const Residue& x : res)
-            q[static_cast<size_t>((x.r - own.row0) * own.cols + (x.c - own.col0))] += static_cast<int8_t>(x.sign);
-    }
-    std::vector<uint8_t> cut_bits;
-    if (opt.save_cuts) {
-        cut_bits.resize(static_cast<size_t>(own.size()));
-        for (int64_t i = 0; i < own.rows; ++i)
-            for (int64_t j = 0; j < own.cols; ++j)
-                cut_bits[static_cast<size_t>(i * own.cols + j)] =
-                    flags[static_cast<size_t>(a.index(own.row0 + i, own.col0 + j))] & (kBlockRight | kBlockDown);
-    }
-    std::vector<Attribute> attrs = result_attributes(opt, opt.input, rep, info);
-    // Stage times: the slowest rank's, so that every rank writes the same values.
-    for (StageTime& t : rep.times) {
-        t.seconds = comm.max(t.seconds);
-        attrs.push_back({"time_" + t.stage, t.seconds});
-    }
-    // Every sink takes the same window of the result (io/result_sink.h).
-    std::vector<std::unique_ptr<ResultSink>> sinks;
-    sinks.push_back(hdf5_result_sink(*out, opt.compress_phase));
     GeoRef geo{info.has_geotransform, info.geotransform, info.projection_wkt};
     geo.overviews = opt.overviews;
-    for (const auto& [path, band] : geotiff_outputs(opt))
-        sinks.push_back(geotiff_result_sink(path, H, W, geo, comm, band));
-    const UnwrapResultWindow window{own, stride, phase.data() + o, static_cast<const uint8_t*>(a.label) + o * lb, lb,
-                                    opt.save_cycles ? cycles.data() + o : nullptr, opt.save_residues ? q.data() : nullptr,
-                                    opt.save_cuts ? cut_bits.data() : nullptr};
-    for (auto& sink : sinks) {  // the HDF5 first, complete and closed, then the GeoTIFF
-        sink->write(window);
-        sink->finish(attrs);
+    const QuicklookGrid qg = opt.quicklook.empty() ? QuicklookGrid{} : quicklook_grid(H, W, 1024);
+    std::vector<QuicklookCell> cells;  // this rank's quicklook records (app/quicklook.h)
+    std::vector<std::unique_ptr<ResultSink>> sinks;
+    UnwrapParams params{opt.max_pair_distance, opt.min_component_size, opt.reference, opt.backend, true};
+    RegionStats st;
+    auto stage_hook = [&](const char* s) {
+        inject_error_for_tests(rank, s);
+        stage_done(s);
+    };
+
+    if (plan.in_core()) {
+        HostBuffer<float> phase(static_cast<size_t>(buf.size()));
+        HostBuffer<uint8_t> flags(static_cast<size_t>(buf.size()));
+        HostBuffer<uint32_t> label(static_cast<size_t>(buf.size()));
+        HostBuffer<int32_t> cycles(opt.save_cycles ? static_cast<size_t>(buf.size()) : 0);
+        RegionArrays a{H, W, buf, phase.data(), flags.data(), label.data(), opt.save_cycles ? cycles.data() : nullptr};
+        // The read fills the region's arrays once the backend's region exists, so that the CUDA
+        // backend uploads phase rows while the rest is read (issue 5; kernels/region.h).
+        const RegionFill read_stage = [&](const RowsReady& ready) {
+            ReadTally t;
+            agree(comm, [&] {
+                t.ranges = in->fill(a, ready);
+                inject_error_for_tests(rank, "read");
+            });
+            t.valid = count_valid(a, own);
+            t.ref_unreliable = opt.reference && own.contains(opt.reference->first, opt.reference->second) &&
+                               (flags[static_cast<size_t>(a.index(opt.reference->first, opt.reference->second))] & kUnreliable);
+            rep.valid = check_read(comm, opt, t, [&] { return cycle_jumps(a, own, flags.data()); });
+            stage_done("read");
+        };
+        std::vector<Residue> res;
+        st = ops.unwrap_region(a, grid, comm, params, opt.save_residues ? &res : nullptr, stage_hook, read_stage);
+        if (opt.reference) {
+            // MintPy's convention (REF_Y/REF_X): u = 0 at the reference pixel, the same constant
+            // subtracted from every valid pixel (the integer k keep k = 0 there).
+            const auto [rr, rc] = *opt.reference;
+            float u_ref = own.contains(rr, rc) ? phase[static_cast<size_t>(a.index(rr, rc))] : 0.0f;
+            comm.bcast(u_ref, grid.rank_of(rr, rc));
+            subtract_reference(phase.data(), a, own, u_ref);
+            rep.reference_phase = u_ref;
+        }
+        add_region_stats(rep, st);
+        const std::vector<Attribute> attrs = finish_report(rep, st, comm, opt, info, grid);
+        // Every sink takes the same window of the result (io/result_sink.h).
+        sinks.push_back(hdf5_result_sink(*out, opt.compress_phase));
+        for (const auto& [path, band] : geotiff_outputs(opt))
+            sinks.push_back(geotiff_result_sink(path, H, W, geo, comm, band));
+        const ResultParts parts(a, own, st.label_bytes, opt, res);
+        for (auto& sink : sinks) {  // the HDF5 first, complete and closed, then the GeoTIFF
+            sink->write(parts.window);
+            sink->finish(attrs);
+        }
+        if (!opt.quicklook.empty()) cells = quicklook_cells(parts.window.u, parts.window.label, own, buf.cols, qg, st.label_bytes);
+    } else {
+        // Chunks (section 5.1): each read three times; the checks of what the inputs claim to be
+        // after the first pass; each chunk's result written as it is applied.
+        sinks.push_back(hdf5_windows_sink(*out, opt.compress_phase));
+        for (const auto& [path, band] : geotiff_outputs(opt))
+            sinks.push_back(geotiff_from_hdf5_sink(*out, path, H, W, geo, comm, band));
+        ReadTally tally;
+        bool first_pass = true;
+        std::exception_ptr read_error;  // agreed on after each pass: ranks may hold unequal chunk counts
+        float u_ref = 0.0f;
+        const ChunkFill fill = [&](const RegionArrays& a) {
+            try {
+                const InputRanges rg = in->fill(a, [](int64_t, int64_t) {});
+                if (!first_pass) return;
+                const Window cw{a.buf.row0, own.col0, std::min(a.buf.rows, own.row0 + own.rows - a.buf.row0), own.cols};
+                tally.add(rg, count_valid(a, cw), cycle_jumps(a, cw, a.flags));
+                if (opt.reference && cw.contains(opt.reference->first, opt.reference->second)) {
+                    const int64_t i = a.index(opt.reference->first, opt.reference->second);
+                    tally.ref_unreliable = (a.flags[i] & kUnreliable) != 0;
+                    u_ref = a.phase[i] + kTwoPiF * 0.0f;  // section 4's u at k = 0, as apply computes it
+                }
+            } catch (...) {
+                if (!read_error) read_error = std::current_exception();
+            }
+        };
+        auto agree_read = [&] {
+            agree(comm, [&] {
+                if (read_error) std::rethrow_exception(read_error);
+            });
+        };
+        std::vector<Residue> res;
+        const ChunkSink sink = [&](const RegionArrays& a, const Window& cw, int label_bytes) {
+            if (cw.rows > 0 && opt.reference) subtract_reference(a.phase, a, cw, u_ref);
+            const ResultParts parts(a, cw, label_bytes, opt, res);
+            sinks[0]->write(parts.window);
+            if (!opt.quicklook.empty() && cw.rows > 0) {
+                auto c = quicklook_cells(parts.window.u, parts.window.label, cw, a.buf.cols, qg, label_bytes);
+                cells.insert(cells.end(), c.begin(), c.end());
+            }
+        };
+        const double px_total = 3.0 * static_cast<double>(own.size());
+        ChunkRun run{fill, sink,
+                     [&](const char* s) {
+                         if (first_pass) {  // every chunk read once: the checks (section 7)
+                             first_pass = false;
+                             agree_read();
+                             inject_error_for_tests(rank, "read");
+                             rep.valid = check_read(comm, opt, tally, [&] { return tally.jumps; });
+                             if (opt.reference) {
+                                 comm.bcast(u_ref, grid.rank_of(opt.reference->first, opt.reference->second));
+                                 rep.reference_phase = u_ref;
+                             }
+                         } else {
+                             agree_read();
+                         }
+                         stage_hook(s);
+                     },
+                     [&](int pass, int64_t done, int64_t total) {
+                         static const char* names[] = {"", "read", "cuts", "write"};
+                         const double px = static_cast<double>(own.size()) * (pass - 1 + static_cast<double>(done) / total);
+                         progress.chunk(names[pass], done, total, px, px_total);
+                     },
+                     opt.save_residues ? &res : nullptr};
+        st = ops.unwrap_chunked(grid, comm, params, plan.tile_rows, opt.save_cycles, run);
+        add_region_stats(rep, st);
+        const std::vector<Attribute> attrs = finish_report(rep, st, comm, opt, info, grid);
+        for (auto& s : sinks) s->finish(attrs);  // the HDF5 complete and closed, then the GeoTIFF from it
     }
+
     if (!opt.quicklook.empty()) {
         // Each rank reduces its window to quicklook cells; rank 0 draws them.
-        const QuicklookGrid qg = quicklook_grid(H, W, 1024);
-        const auto parts = comm.gatherv(quicklook_cells(phase.data() + o, static_cast<const uint8_t*>(a.label) + o * lb, own, stride, qg, lb), 0);
+        const auto parts = comm.gatherv(cells, 0);
         std::string err;
         if (rank == 0) {
             try {

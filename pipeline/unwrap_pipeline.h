@@ -35,7 +35,9 @@ struct UnwrapOptions {
     std::string rank_grid;  // "PxQ", empty = automatic
     Backend backend = Backend::kCpu;
     int device = -1;          // CUDA device; -1 = the node-local rank's
-    bool share_gpus = false;  // allow more ranks than GPUs on a node  // deflate level of /unwrapped_phase (0 = chunked, uncompressed)
+    bool share_gpus = false;  // allow more ranks than GPUs on a node
+    // Bytes a rank may hold on the host and on its GPU (section 5.1); -1: what the node has.
+    int64_t memory_limit = -1, gpu_memory_limit = -1;
     bool save_cycles = false, save_residues = false, save_cuts = false;
     bool quiet = false;
     bool overwrite = false;  // replace existing regular output files (--overwrite)

@@ -10,6 +10,7 @@
 #include "kernels/cuda/region.h"
 #include "partition/cuda/clahe.h"
 #include "pipeline/hologram_backend.h"
+#include "pipeline/chunked_stages.h"
 #include "pipeline/region_stages.h"
 
 namespace tessera {
@@ -70,6 +71,8 @@ const BackendOps kCudaOps{
     [] { return cuda::device_count() > 0; },
     &select_device,
     &region_stages<cuda::Region>,
+    &unwrap_chunked<cuda::Region>,
+    &cuda::device_free_bytes,
     [](int64_t rows, int64_t cols, int device) -> std::unique_ptr<HologramEngine> {
         return std::make_unique<CudaHologramEngine>(rows, cols, device);
     },

@@ -22,3 +22,13 @@ int select_device(int local_rank) {
 }
 
 }  // namespace tessera::cuda
+
+namespace tessera::cuda {
+
+int64_t device_free_bytes() {
+    size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    return static_cast<int64_t>(free);
+}
+
+}  // namespace tessera::cuda

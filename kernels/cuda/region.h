@@ -31,6 +31,8 @@ int device_count();
 // per rank on a multi-GPU host (the Region uses the current device). Returns the device
 // chosen, or -1 when there is none. Throws std::runtime_error if cudaSetDevice fails.
 int select_device(int local_rank);
+// Bytes free on the current device (the default --gpu-memory-limit).
+int64_t device_free_bytes();
 
 class Region {
 public:

@@ -18,20 +18,23 @@ gdal_translate -q -of VRT "$work/s/holes_wrapped.tif" "$work/plain.vrt"
 sed -i '/<SRS.*<\/SRS>/d; /<GeoTransform>/d' "$work/plain.vrt"
 
 status=0
-for kind in projected geographic none; do
+# chunked: the projected input in chunks (--memory-limit, section 5.1): the HDF5 written window
+# by window, the GeoTIFFs copied from it.
+for kind in projected chunked geographic none; do
   case $kind in
-    projected) in=$work/s/holes_wrapped.tif ;;
+    projected | chunked) in=$work/s/holes_wrapped.tif ;;
     geographic) in=$work/geo.tif ;;
     none) in=$work/plain.vrt ;;
   esac
-  extra=()
-  [[ $kind == projected ]] && extra=(--overviews)
+  extra=() limit=()
+  [[ $kind == projected || $kind == chunked ]] && extra=(--overviews)
+  [[ $kind == chunked ]] && limit=(--memory-limit 2M)
   out=$work/$kind
   run unwrap "$in" "$out.h5" --coherence "$work/s/holes_coherence.tif" --min-coherence 0.3 --tile-size 128 \
       --save-cycles --save-residues --save-cuts --geotiff "$out.u.tif" --conncomp-geotiff "$out.cc.tif" \
-      --dolphin "$out" "${extra[@]}" -q
-  "$python" "$here/cf_outputs_check.py" "$out.h5" "$in" "$kind" --geotiff "$out.u.tif" --conncomp "$out.cc.tif" \
-      --dolphin "$out" "${extra[@]}" || status=1
+      --dolphin "$out" "${extra[@]}" "${limit[@]}" -q
+  "$python" "$here/cf_outputs_check.py" "$out.h5" "$in" "${kind/chunked/projected}" --geotiff "$out.u.tif" \
+      --conncomp "$out.cc.tif" --dolphin "$out" "${extra[@]}" || status=1
 done
 # The GeoTIFFs are outputs like the others (io/output_set.h): an existing one is refused without
 # --overwrite and left as it was, and so is a dolphin name that is the input.

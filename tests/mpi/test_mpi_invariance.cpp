@@ -182,7 +182,7 @@ TEST(Mpi, ChunkedRegionsBitIdenticalToOneRankInOnePiece) {
                         a.flags[a.index(r, c)] = flags[static_cast<size_t>(r * W + c)];
                     }
             };
-            const ChunkSink sink = [&](const RegionArrays& a, const Window& own) {
+            const ChunkSink sink = [&](const RegionArrays& a, const Window& own, int) {
                 for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
                     for (int64_t c = own.col0; c < own.col0 + own.cols; ++c) {
                         u[static_cast<size_t>(r * W + c)] = a.phase[a.index(r, c)];
@@ -190,7 +190,7 @@ TEST(Mpi, ChunkedRegionsBitIdenticalToOneRankInOnePiece) {
                         k[static_cast<size_t>(r * W + c)] = a.cycles[a.index(r, c)];
                     }
             };
-            unwrap_chunked<cpu::Region>(grid, comm, p, tile_rows, true, fill, sink);
+            unwrap_chunked<cpu::Region>(grid, comm, p, tile_rows, true, ChunkRun{fill, sink});
             // Each pixel was written by its owner alone: the others hold zeros, so a sum gathers it.
             MPI_Allreduce(MPI_IN_PLACE, l.data(), static_cast<int>(n), MPI_UINT32_T, MPI_SUM, MPI_COMM_WORLD);
             MPI_Allreduce(MPI_IN_PLACE, k.data(), static_cast<int>(n), MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);

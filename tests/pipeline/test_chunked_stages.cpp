@@ -52,7 +52,7 @@ Output in_chunks(const Input& in, const UnwrapParams& p, int64_t tile, int64_t t
                 a.flags[a.index(r, c)] = in.flags[static_cast<size_t>(r * in.W + c)];
             }
     };
-    const ChunkSink sink = [&](const RegionArrays& a, const Window& own) {
+    const ChunkSink sink = [&](const RegionArrays& a, const Window& own, int) {
         EXPECT_EQ(own.cols, in.W);
         for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
             for (int64_t c = own.col0; c < own.col0 + own.cols; ++c) {
@@ -62,7 +62,7 @@ Output in_chunks(const Input& in, const UnwrapParams& p, int64_t tile, int64_t t
                 out.k[i] = a.cycles[a.index(r, c)];
             }
     };
-    out.stats = unwrap_chunked<cpu::Region>(grid, self, p, tile_rows, true, fill, sink);
+    out.stats = unwrap_chunked<cpu::Region>(grid, self, p, tile_rows, true, ChunkRun{fill, sink});
     EXPECT_EQ(fills, 3 * static_cast<int>(chunk_windows(grid.own(0), grid.tiles, tile_rows).size()));
     return out;
 }

@@ -1,0 +1,36 @@
+// What a chunked run of a rank's region takes besides the grid and the parameters
+// (docs/ARCHITECTURE.md section 5.1): how a chunk is filled, where its result goes, and the
+// hooks a driver listens on. Plain data, so that each backend's table (backend/backend.h) can
+// point at its own instantiation of pipeline/chunked_stages.h.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "kernels/region.h"
+#include "kernels/residue.h"
+#include "kernels/types.h"
+
+namespace tessera {
+
+// Fills a chunk's phase and flags over a.buf (the chunk's own rows plus the one-pixel halo
+// below and to the right where the image continues), as unwrap_region's input is filled.
+using ChunkFill = std::function<void(const RegionArrays& a)>;
+// Takes a chunk's result over `own` (the chunk's rows of the own window): u in a.phase, labels
+// in a.label (`label_bytes` wide: RegionStats::label_bytes), k in a.cycles when it was asked
+// for, the blocked-edge bits in a.flags. Called the same number of times on every rank (collective
+// writes): a rank with fewer chunks than another gets an empty `own` (0 rows) for the rest.
+using ChunkSink = std::function<void(const RegionArrays& a, const Window& own, int label_bytes)>;
+
+struct ChunkRun {
+    ChunkFill fill;
+    ChunkSink sink;
+    // After each stage of the last chunk's pass ("residues" follows pass 1: every chunk read once).
+    std::function<void(const char*)> stage = [](const char*) {};
+    // After each chunk: pass 1..3, chunks done of the pass's total.
+    std::function<void(int pass, int64_t done, int64_t total)> chunk_done = [](int, int64_t, int64_t) {};
+    // When set, the rank's residues (sorted by id), as unwrap_region gives them.
+    std::vector<Residue>* residues_out = nullptr;
+};
+
+}  // namespace tessera
