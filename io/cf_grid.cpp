@@ -58,8 +58,12 @@ CfGrid cf_grid(const GeoRef& geo, int64_t rows, int64_t cols) {
     const CrsKind crs = crs_kind(geo.projection_wkt);
     CfGrid g;
     if (!north_up) {
-        g.y = axis("y", rows, 0.0, 1.0, {{"long_name", std::string("row (pixel centre)")}, {"units", std::string("1")}});
-        g.x = axis("x", cols, 0.0, 1.0, {{"long_name", std::string("column (pixel centre)")}, {"units", std::string("1")}});
+        // axis: GDAL's netCDF driver then knows them as the raster's axes (no warning).
+        g.y = axis("y", rows, 0.0, 1.0,
+                   {{"long_name", std::string("row (pixel centre)")}, {"units", std::string("1")}, {"axis", std::string("Y")}});
+        g.x = axis("x", cols, 0.0, 1.0,
+                   {{"long_name", std::string("column (pixel centre)")}, {"units", std::string("1")},
+                    {"axis", std::string("X")}});
     } else if (crs.geographic) {
         g.y = axis("lat", rows, gt[3], gt[5],
                    {{"standard_name", std::string("latitude")}, {"long_name", std::string("latitude")},

@@ -31,6 +31,7 @@ def gdalinfo(name, *extra):
     out = subprocess.run(["gdalinfo", "-json", *extra, name], capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"gdalinfo {name} failed: {out.stderr.strip()}")
+    check("Warning" not in out.stderr, f"gdalinfo {name}: {out.stderr.strip()}")
     return json.loads(out.stdout)
 
 
