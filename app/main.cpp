@@ -204,6 +204,8 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     unwrap->add_option("--gpu-memory-limit", gpu_memory_limit, "GPU bytes a rank may hold (auto: what is free on it)")
         ->capture_default_str();
+    unwrap->add_option("--chunk-rows", uo.chunk_rows,
+                       "take each rank's window in chunks of this many rows (whole tiles), whatever the limits");
 
     auto* hologram = tessera::add_hologram_command(app);
     std::function<void()> run_background, run_clahe, run_plan;  // set by their subcommand's parse

@@ -1,9 +1,11 @@
 #include "app/memory_budget.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 
+#include "io/gdal_session.h"
 #include "io/input_error.h"
 #include "io/output_path.h"
 
@@ -37,6 +39,22 @@ int64_t available_memory() {
         avail = std::max<int64_t>(limit1 - used1, 0);
     if (const char* t = std::getenv("TESSERA_TEST_AVAILABLE_MEMORY")) avail = std::atoll(t);  // tests
     return avail;
+}
+
+int64_t resident_memory() {
+    int64_t kb = 0;
+    if (FILE* f = std::fopen("/proc/self/status", "r")) {
+        char line[256];
+        while (std::fgets(line, sizeof line, f))
+            if (std::sscanf(line, "VmRSS: %" SCNd64 " kB", &kb) == 1) break;
+        std::fclose(f);
+    }
+    return kb * 1024;
+}
+
+int64_t memory_reserved(int64_t limit, bool given) {
+    if (limit < 0) return 0;
+    return cap_raster_cache(std::max<int64_t>(int64_t{8} << 20, limit / 16)) + (given ? resident_memory() : 0);
 }
 
 void check_memory(const std::string& path, int64_t bytes, int64_t rows, int64_t cols, int64_t node_ranks) {

@@ -10,6 +10,15 @@ namespace tessera {
 // (TESSERA_TEST_AVAILABLE_MEMORY overrides it for tests); -1 when unknown.
 int64_t available_memory();
 
+// Bytes this process holds now (VmRSS); 0 when unknown.
+int64_t resident_memory();
+
+// Of `limit` bytes a rank may hold (--memory-limit when `given`, else its share of what the
+// node has, which excludes what is in use already), what is not the stages' to take: this
+// process as it stands (libraries, open inputs) when given, and GDAL's block cache, which this
+// caps at a sixteenth of the limit (8 MiB at least). 0 when limit < 0 (no limit).
+int64_t memory_reserved(int64_t limit, bool given);
+
 // Throws InputError(path, "needs about N of memory per rank for its ROWSxCOLS window (rows x
 // cols), M available ...") when `bytes` exceed this rank's share of the node's available
 // memory (node_ranks ranks share it). Nothing when the available memory is unknown.

@@ -18,7 +18,7 @@ namespace {
 struct PlanCli {
     std::string input, coherence, mask, rank_grid, memory_limit = "auto", gpu_memory_limit = "auto", backend = "auto";
     int band = 1, ranks = 1, ranks_per_node = 0;
-    int64_t tile_size = 512;
+    int64_t tile_size = 512, chunk_rows = 0;
     bool save_cycles = false;
 };
 
@@ -31,13 +31,14 @@ void print_plan(const PlanCli& c) {
     q.H = info.rows, q.W = info.cols, q.tile = c.tile_size, q.ranks = c.ranks, q.rank_grid = c.rank_grid;
     q.cuda = b == Backend::kCuda, q.cycles = c.save_cycles;
     const int64_t avail = available_memory();
-    q.host_limit = c.memory_limit != "auto" ? parse_bytes(c.memory_limit, "--memory-limit")
-                   : avail < 0              ? -1
-                                            : avail / per_node;
+    const int64_t given = c.memory_limit != "auto" ? parse_bytes(c.memory_limit, "--memory-limit") : -1;
+    q.host_limit = given > 0 ? given : avail < 0 ? -1 : avail / per_node;
+    q.host_reserved = memory_reserved(q.host_limit, given > 0);
     q.device_limit = c.gpu_memory_limit != "auto" ? parse_bytes(c.gpu_memory_limit, "--gpu-memory-limit")
                                                   : ops.device_free_bytes();
     q.input_bytes_per_pixel = (info.is_complex ? 8 : 4) + (c.coherence.empty() ? 0 : 4) + (c.mask.empty() ? 0 : 1);
     q.output_bytes_per_pixel = 4 + 1 + (c.save_cycles ? 4 : 0);
+    q.chunk_rows = c.chunk_rows;
     const Plan p = make_plan(q, c.input);
     const int64_t tile = p.grid.tiles.tile;
     auto limit = [](int64_t v) { return v < 0 ? std::string("none") : format_bytes(v); };
@@ -47,7 +48,8 @@ void print_plan(const PlanCli& c) {
     std::printf("backend      %s\n", ops.name);
     std::printf("ranks        %d as %lld x %lld (rank rows x rank columns), %d per node; tiles of %lld\n", p.grid.size(),
                 static_cast<long long>(p.grid.P), static_cast<long long>(p.grid.Q), per_node, static_cast<long long>(tile));
-    std::printf("limits       host %s, GPU %s per rank\n", limit(q.host_limit).c_str(), limit(q.device_limit).c_str());
+    std::printf("limits       host %s (%s of it held before the first pixel), GPU %s per rank\n",
+                limit(q.host_limit).c_str(), format_bytes(q.host_reserved).c_str(), limit(q.device_limit).c_str());
     if (p.in_core())
         std::printf("layout       each rank's window in one piece, 1 pass over the input\n");
     else
@@ -79,6 +81,7 @@ CLI::App* add_plan_command(CLI::App& app, std::function<void()>& run) {
     sub->add_option("--gpu-memory-limit", c->gpu_memory_limit, "GPU bytes a rank may hold (auto: free on the device)")
         ->capture_default_str();
     sub->add_option("--backend", c->backend, "auto | cpu | cuda")->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    sub->add_option("--chunk-rows", c->chunk_rows, "chunks of this many rows (whole tiles), whatever the limits");
     sub->add_flag("--save-cycles", c->save_cycles, "k kept (4 bytes a pixel more)");
     run = [c] { print_plan(*c); };
     return sub;

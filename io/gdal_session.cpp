@@ -1,5 +1,7 @@
 #include "io/gdal_session.h"
 
+#include <gdal.h>
+
 #include <cpl_conv.h>
 #include <gdal_priv.h>
 #include <hdf5.h>
@@ -48,6 +50,16 @@ void register_gdal_once() {
         if (!CPLGetConfigOption("GDAL_NUM_THREADS", nullptr))
             CPLSetConfigOption("GDAL_NUM_THREADS", std::to_string(omp_get_max_threads()).c_str());
     });
+}
+
+}  // namespace tessera
+
+namespace tessera {
+
+int64_t cap_raster_cache(int64_t bytes) {
+    register_gdal_once();
+    if (bytes > 0 && GDALGetCacheMax64() > bytes) GDALSetCacheMax64(bytes);
+    return GDALGetCacheMax64();
 }
 
 }  // namespace tessera

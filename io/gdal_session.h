@@ -3,6 +3,7 @@
 #pragma once
 #include <cpl_error.h>
 
+#include <cstdint>
 #include <string>
 
 namespace tessera {
@@ -15,6 +16,10 @@ void quiet_library_messages();
 // GDALAllRegister once per process; compressed inputs decode on this rank's OpenMP
 // threads unless the user set GDAL_NUM_THREADS.
 void register_gdal_once();
+
+// Caps GDAL's block cache at `bytes` when it is larger (its default is 5 % of the machine's
+// memory): a run held to a memory limit counts it (section 5.1). Returns the cap in force.
+int64_t cap_raster_cache(int64_t bytes);
 
 // Keeps GDAL quiet on stderr while alive and remembers the first failure message.
 class QuietGdal {

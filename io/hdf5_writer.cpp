@@ -408,7 +408,7 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         // A dataset written before (a chunked run's earlier windows, section 5.1): this window
         // into it; it was created, with its attributes, by the first.
         Handle dset;
-        const htri_t exists = H5Lexists(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT);
+        const htri_t exists = windowed_ ? H5Lexists(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT) : 0;
         if (exists < 0) { fail("cannot look up"); break; }
         if (exists > 0) {
             dset.reset(H5Dopen2(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT), H5Dclose);

@@ -70,6 +70,11 @@ public:
     // dataset `name` as its dimension scales (H5DS: netCDF-4's dimensions).
     void attach_dimensions(const std::string& name, const std::vector<std::string>& dims);
 
+    // A result handed over in windows (a chunked run, docs/ARCHITECTURE.md section 5.1): a
+    // write to a dataset that exists writes this window into it (the first write made it, with
+    // its attributes). Off by default: then writing a dataset twice is an error. Same on every rank.
+    void set_windowed(bool on) { windowed_ = on; }
+
     // Deflate level (with shuffle) of the datasets written next: 0 = chunked, uncompressed.
     // Default 1. Same value on every rank.
     void set_deflate(int level) { deflate_level_ = level; }
@@ -105,6 +110,7 @@ private:
     int64_t file_ = -1;  // hid_t
     bool committed_ = false;
     int deflate_level_ = 1;
+    bool windowed_ = false;
     bool failed_together_ = false;  // a failure was thrown on every rank alike
 };
 

@@ -174,6 +174,7 @@ RasterReader::RasterReader(const std::string& path, int band) : path_(path), ban
     info_.band_count = nbands;
     info_.is_complex = GDALDataTypeIsComplex(impl_->type) != 0;
     info_.data_type = GDALGetDataTypeName(impl_->type);
+    info_.driver = ds.GetDriver() ? ds.GetDriver()->GetDescription() : "";
     int has_nd = 0;
     const double nd = impl_->band->GetNoDataValue(&has_nd);
     if (has_nd) {
@@ -478,6 +479,16 @@ void RasterReader::read_mask(const Window& w, uint8_t* out, int64_t stride) cons
             }
         }
     }
+}
+
+}  // namespace tessera
+
+namespace tessera {
+
+bool driver_uses_hdf5(const std::string& driver) {
+    for (const char* d : {"HDF5", "HDF5Image", "netCDF", "BAG", "KEA", "S102", "S104", "S111"})
+        if (driver == d) return true;
+    return false;
 }
 
 }  // namespace tessera

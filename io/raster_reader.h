@@ -24,7 +24,12 @@ struct RasterInfo {
     bool has_geotransform = false;
     std::array<double, 6> geotransform{0, 1, 0, 0, 0, 1};
     std::string projection_wkt;            // empty when none
+    std::string driver;                    // GDAL's short name, e.g. "GTiff"
 };
+
+// Whether reading through GDAL's `driver` calls the HDF5 library, which is not thread-safe here:
+// such a read must not run beside the result's HDF5 writes (docs/ARCHITECTURE.md section 5.1).
+bool driver_uses_hdf5(const std::string& driver);
 
 // One opened raster band. Throws InputError (file + problem) for: missing file,
 // not a raster GDAL can open, band out of range, unsupported data type.

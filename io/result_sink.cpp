@@ -33,7 +33,9 @@ private:
 
 class Hdf5WindowsSink final : public ResultSink {
 public:
-    Hdf5WindowsSink(Hdf5Writer& out, int compress_phase) : out_(out), compress_(compress_phase) {}
+    Hdf5WindowsSink(Hdf5Writer& out, int compress_phase) : out_(out), compress_(compress_phase) {
+        out_.set_windowed(true);
+    }
     void write(const UnwrapResultWindow& r) override { write_unwrap_datasets(out_, r, compress_); }
     void finish(const std::vector<Attribute>& attrs) override {
         finish_unwrap_result(out_, attrs);

@@ -9,8 +9,11 @@
 namespace tessera {
 
 ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles) {
-    const int64_t arrays = 4 + 1 + 4 + (cycles ? 4 : 0);
-    return cuda ? ChunkBytes{arrays, 24} : ChunkBytes{arrays + 8, 0};
+    // Two chunks' arrays (phase 4, flags 1, labels 4, k 4): the next one is read ahead; on the
+    // CPU the Region's own beside them (union-find words, tile scratch: 18, measured from the
+    // peak RSS against the chunk height at 4096^2).
+    const int64_t arrays = 2 * (4 + 1 + 4 + (cycles ? 4 : 0));
+    return cuda ? ChunkBytes{arrays, 24} : ChunkBytes{arrays + 18, 0};
 }
 
 ChunkBytes in_core_bytes_per_pixel(bool cuda, bool cycles) {
@@ -30,8 +33,13 @@ Plan make_plan(const PlanRequest& req, const std::string& input) {
     for (int r = 0; r < plan.grid.size(); ++r) max_buf = std::max(max_buf, plan.grid.buffer(r).size());
     const ChunkBytes whole = in_core_bytes_per_pixel(req.cuda, req.cycles);
     auto fits = [](int64_t limit, int64_t bytes) { return limit < 0 || bytes <= limit; };
-    if (fits(req.host_limit, max_buf * whole.host) && fits(req.device_limit, max_buf * whole.device) &&
-        (!req.cuda || max_buf <= kDeviceWindowPixels)) {
+    const int64_t host_stages = req.host_limit < 0 ? -1 : req.host_limit - req.host_reserved;
+    if (req.host_limit >= 0 && host_stages < (int64_t{1} << 20))
+        throw InputError(input, "--memory-limit " + format_bytes(req.host_limit) + " is less than a rank holds before it "
+                                "reads a pixel (" + format_bytes(req.host_reserved) +
+                                ": libraries, open inputs, GDAL's block cache); raise it");
+    if (req.chunk_rows <= 0 && fits(host_stages, max_buf * whole.host) &&
+        fits(req.device_limit, max_buf * whole.device) && (!req.cuda || max_buf <= kDeviceWindowPixels)) {
         plan.tile_rows = trows, plan.chunks = 1, plan.passes = 1;
         plan.host_bytes = max_buf * whole.host, plan.device_bytes = max_buf * whole.device;
         plan.read_bytes = req.H * req.W * req.input_bytes_per_pixel;
@@ -39,12 +47,15 @@ Plan make_plan(const PlanRequest& req, const std::string& input) {
         return plan;
     }
     plan.streamed = true;
-    auto rows_fitting = [&](int64_t limit, int64_t bytes, const char* what) {
+    auto rows_fitting = [&](int64_t limit, int64_t reserved, int64_t bytes, const char* what) {
         if (limit < 0 || bytes == 0) return trows;
         const int64_t row_bytes = max_cols * bytes;
-        const int64_t fit = static_cast<int64_t>(static_cast<double>(limit) * kChunkShare) / row_bytes - 1;  // halo row
+        const int64_t fit = static_cast<int64_t>(static_cast<double>(limit - reserved) * kChunkShare) / row_bytes - 1;  // halo row
         if (fit < tile)
-            throw InputError(input, std::string(what) + " " + format_bytes(limit) + " holds no row of tiles: " +
+            throw InputError(input, std::string(what) + " " + format_bytes(limit) +
+                                        (reserved > 0 ? " (" + format_bytes(limit - reserved) + " of it for the stages)"
+                                                      : std::string()) +
+                                        " holds no row of tiles: " +
                                         std::to_string(tile) + " rows of " + std::to_string(max_cols) +
                                         " pixels need about " + format_bytes((tile + 1) * row_bytes) + " (" +
                                         std::to_string(bytes) + " B a pixel, " +
@@ -52,9 +63,10 @@ Plan make_plan(const PlanRequest& req, const std::string& input) {
                                         " % of the limit for them); raise it, use more ranks or a smaller --tile-size");
         return std::min(trows, fit / tile);
     };
-    int64_t rows = std::min(rows_fitting(req.host_limit, per.host, "--memory-limit"),
-                            rows_fitting(req.device_limit, per.device, "--gpu-memory-limit"));
+    int64_t rows = std::min(rows_fitting(req.host_limit, req.host_reserved, per.host, "--memory-limit"),
+                            rows_fitting(req.device_limit, 0, per.device, "--gpu-memory-limit"));
     if (req.cuda) rows = std::min(rows, std::max<int64_t>(1, (kDeviceWindowPixels / max_cols - 1) / tile));
+    if (req.chunk_rows > 0) rows = std::clamp<int64_t>(req.chunk_rows / tile, 1, trows);
     plan.tile_rows = std::max<int64_t>(rows, 1);
     plan.chunks = (trows + plan.tile_rows - 1) / plan.tile_rows;
     plan.passes = 3;

@@ -9,9 +9,10 @@
 
 namespace tessera {
 
-// Bytes a rank holds per pixel of a chunk's buffer (section 8): host arrays (phase 4, flags
-// 1, labels 4, k 4 when kept) plus, on the CPU backend, the union-find words (8); on the
-// CUDA backend the device holds at most 24.
+// Bytes a rank holds per pixel of a chunk's buffer (section 8): host arrays of two chunks
+// (phase 4, flags 1, labels 4, k 4 when kept; the next chunk is read ahead) plus, on the CPU
+// backend, the Region's own (union-find words, tile scratch: 18 measured); on the CUDA
+// backend the device holds at most 24.
 struct ChunkBytes {
     int64_t host = 0, device = 0;
 };
@@ -26,9 +27,11 @@ struct PlanRequest {
     std::string rank_grid;       // "PxQ" or empty
     bool cuda = false, cycles = false;
     int64_t host_limit = -1;     // bytes a rank may hold on the host; -1: no limit
+    int64_t host_reserved = 0;   // of which already taken (the process as it stands, GDAL's cache)
     int64_t device_limit = -1;   // bytes a rank may hold on its GPU; -1: no limit
     int64_t input_bytes_per_pixel = 4;  // read per pass: phase (8 for complex), + coherence, + mask
     int64_t output_bytes_per_pixel = 8; // written once: u, labels (+ k)
+    int64_t chunk_rows = 0;      // > 0: chunks of this many pixel rows (whole tiles, at least one), whatever the limits
 };
 
 struct Plan {

@@ -31,6 +31,9 @@ struct ChunkRun {
     std::function<void(int pass, int64_t done, int64_t total)> chunk_done = [](int, int64_t, int64_t) {};
     // When set, the rank's residues (sorted by id), as unwrap_region gives them.
     std::vector<Residue>* residues_out = nullptr;
+    // Fill chunk i + 1 on a thread of its own while chunk i is worked on (and written): two
+    // chunks' arrays at once. Off where the fill may not run beside the sink.
+    bool read_ahead = true;
 };
 
 }  // namespace tessera

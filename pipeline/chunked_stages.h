@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <span>
@@ -98,11 +99,21 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     const ChunkFill& fill = run.fill;
     const ChunkSink& sink = run.sink;
     const auto& stage = run.stage;
-    auto with_chunk = [&](const Window& cw, auto&& body) {
-        chunked::ChunkArrays ca(tiles, cw, with_cycles);
-        fill(ca.a);
-        Region region(ca.a, cw, tiles);
-        body(region, ca.a);
+    // One pass: each chunk filled (the next one ahead, on its own thread, when run.read_ahead)
+    // and worked on by body(i, region, arrays).
+    auto pass = [&](auto&& body) {
+        auto load = [&](int64_t i) {
+            auto ca = std::make_unique<chunked::ChunkArrays>(tiles, chunks[static_cast<size_t>(i)], with_cycles);
+            fill(ca->a);
+            return ca;
+        };
+        std::future<std::unique_ptr<chunked::ChunkArrays>> ahead;
+        for (int64_t i = 0; i < n_chunks; ++i) {
+            std::unique_ptr<chunked::ChunkArrays> ca = ahead.valid() ? ahead.get() : load(i);
+            if (run.read_ahead && i + 1 < n_chunks) ahead = std::async(std::launch::async, load, i + 1);
+            Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
+            body(i, region, ca->a);
+        }
     };
     RegionStats st;
     st.tiles = tiles.count();
@@ -111,8 +122,8 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     std::vector<Residue> res;
     RowRuns runs;
     LakeHalo halo;
-    for (int64_t i = 0; i < n_chunks; ++i)
-        with_chunk(chunks[i], [&, &cw = chunks[i]](Region& region, const RegionArrays& a) {
+    pass([&](int64_t i, Region& region, const RegionArrays& a) {
+            const Window& cw = chunks[static_cast<size_t>(i)];
             std::vector<Residue> r = region.find_residues();
             res.insert(res.end(), r.begin(), r.end());
             runs.append_rows(a.flags + a.index(cw.row0, own.col0), a.buf.cols, cw.rows, own.col0, own.cols);
@@ -144,8 +155,8 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     RegionComponents comps;
     chunked::BorderStates borders;
     std::vector<PixelState> above;  // the previous chunk's last row
-    for (int64_t i = 0; i < n_chunks; ++i)
-        with_chunk(chunks[i], [&, &cw = chunks[i]](Region& region, const RegionArrays&) {
+    pass([&](int64_t i, Region& region, const RegionArrays&) {
+            const Window& cw = chunks[static_cast<size_t>(i)];
             region.place_cuts(cuts);
             RegionComponents c = region.union_find();
             comps.records.insert(comps.records.end(), c.records.begin(), c.records.end());
@@ -179,8 +190,8 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
 
     // Pass 3: the same cuts and union-find again, then each chunk's share of the assignment.
     const auto& recs = comps.records;
-    for (int64_t i = 0; i < n_chunks; ++i)
-        with_chunk(chunks[i], [&, &cw = chunks[i]](Region& region, const RegionArrays& a) {
+    pass([&](int64_t i, Region& region, const RegionArrays& a) {
+            const Window& cw = chunks[static_cast<size_t>(i)];
             region.place_cuts(cuts);
             (void)region.union_find();
             auto below = [&](int64_t row) {

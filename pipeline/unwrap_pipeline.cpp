@@ -363,20 +363,29 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
     // host's memory (--memory-limit, else what the node has, shared by its ranks) and of its
     // GPU's, else in chunks of whole tile rows that fit.
     const int64_t local_ranks = comm.size() > 1 ? comm.node_local_rank().second : 1;
+    // One plan on every rank: the limit is the node's share or the user's, what is reserved of it
+    // the most any rank holds (each rank's resident memory differs), the GPU's the least free.
+    const int64_t avail = available_memory();
+    const int64_t host_limit = opt.memory_limit > 0 ? opt.memory_limit
+                               : avail < 0          ? -1
+                                                    : comm.min(avail / std::max<int64_t>(1, local_ranks));
+    const int64_t host_reserved = comm.max(memory_reserved(host_limit, opt.memory_limit > 0));
+    const int64_t device_free = opt.gpu_memory_limit > 0 ? opt.gpu_memory_limit : ops.device_free_bytes();
+    const int64_t device_limit = device_free < 0 ? -1 : comm.min(device_free);
     Plan plan;
     agree(comm, [&] {
-        const int64_t avail = available_memory();
         PlanRequest q;
         q.H = H, q.W = W, q.tile = opt.tile_size, q.ranks = comm.size(), q.rank_grid = opt.rank_grid;
         q.cuda = opt.backend == Backend::kCuda, q.cycles = opt.save_cycles;
-        q.host_limit = opt.memory_limit > 0 ? opt.memory_limit : avail < 0 ? -1 : avail / std::max<int64_t>(1, local_ranks);
-        q.device_limit = opt.gpu_memory_limit > 0 ? opt.gpu_memory_limit : ops.device_free_bytes();
+        q.host_limit = host_limit, q.host_reserved = host_reserved, q.device_limit = device_limit;
         q.input_bytes_per_pixel = input_bytes_per_pixel(opt, info);
         q.output_bytes_per_pixel = 4 + 1 + (opt.save_cycles ? 4 : 0);
+        q.chunk_rows = opt.chunk_rows;
         plan = make_plan(q, opt.input);
         check_output_space(opt, H * W);
     });
-    progress.begin(describe_plan(opt, plan, H, W, ops.name));
+    // The plan before any work, for runs long enough to watch (a bad small input stays one line).
+    if (!plan.in_core() || H * W >= (int64_t{1} << 26)) progress.begin(describe_plan(opt, plan, H, W, ops.name));
     // Every output goes to a unique temporary; rank 0 renames them all together at the end
     // (io/output_set.h). Created before any work so that a bad output path fails first.
     OutputSet outputs(opt.overwrite);
@@ -503,6 +512,10 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
                          progress.chunk(names[pass], done, total, px, px_total);
                      },
                      opt.save_residues ? &res : nullptr};
+        // GDAL reading through the HDF5 library must not run beside the result's HDF5 writes.
+        run.read_ahead = !driver_uses_hdf5(info.driver) &&
+                         (opt.coherence.empty() || !driver_uses_hdf5(RasterReader(opt.coherence, 1).info().driver)) &&
+                         (opt.mask.empty() || !driver_uses_hdf5(RasterReader(opt.mask, 1).info().driver));
         st = ops.unwrap_chunked(grid, comm, params, plan.tile_rows, opt.save_cycles, run);
         add_region_stats(rep, st);
         const std::vector<Attribute> attrs = finish_report(rep, st, comm, opt, info, grid);

@@ -38,6 +38,7 @@ struct UnwrapOptions {
     bool share_gpus = false;  // allow more ranks than GPUs on a node
     // Bytes a rank may hold on the host and on its GPU (section 5.1); -1: what the node has.
     int64_t memory_limit = -1, gpu_memory_limit = -1;
+    int64_t chunk_rows = 0;  // > 0: chunks of this many rows (whole tiles) whatever the limits (--chunk-rows)
     bool save_cycles = false, save_residues = false, save_cuts = false;
     bool quiet = false;
     bool overwrite = false;  // replace existing regular output files (--overwrite)

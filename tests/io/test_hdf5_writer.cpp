@@ -543,6 +543,24 @@ TEST_F(Hdf5WriterTest, BadArgumentsThrowAndKeepTheWriterUsable) {
     EXPECT_EQ(read_all<float>(out, "a"), v);
 }
 
+// Windowed (a chunked run's result, section 5.1): later writes of a dataset fill more of it,
+// its attributes from the first; the file holds every window's values.
+TEST_F(Hdf5WriterTest, WindowedWritesFillOneDataset) {
+    const std::string out = file("windows.h5");
+    std::vector<float> top(4 * 10, 1.f), bottom(6 * 10, 2.f);
+    {
+        Hdf5Writer w(out, MPI_COMM_WORLD, 10, 10);
+        w.set_windowed(true);
+        w.write_f32("a", {0, 0, 4, 10}, top.data(), 10, {{"units", std::string("radians")}});
+        w.write_f32("a", {4, 0, 0, 10}, nullptr, 10, {});  // an empty round
+        w.write_f32("a", {4, 0, 6, 10}, bottom.data(), 10, {});
+        w.commit();
+    }
+    std::vector<float> want(top);
+    want.insert(want.end(), bottom.begin(), bottom.end());
+    EXPECT_EQ(read_all<float>(out, "a"), want);
+}
+
 TEST_F(Hdf5WriterTest, DescribeResultListsDatasetsAndAttributes) {
     const std::string out = file("describe.h5");
     {

@@ -22,10 +22,10 @@ TEST(ChunkPlan, WithoutLimitsOneChunkOnePass) {
 TEST(ChunkPlan, HostLimitGivesChunksThatFitIt) {
     PlanRequest q;
     q.H = q.W = 4096, q.tile = 512;
-    q.host_limit = int64_t{64} << 20;
+    q.host_limit = int64_t{128} << 20;
     const Plan p = make_plan(q, "in.tif");
     const int64_t per = chunk_bytes_per_pixel(false, false).host;
-    EXPECT_EQ(per, 17);
+    EXPECT_EQ(per, 36);
     // The largest tile-row count whose buffer (rows + halo) fits 3/4 of the limit.
     EXPECT_LE((p.tile_rows * 512 + 1) * 4096 * per, q.host_limit * 3 / 4);
     EXPECT_GT(((p.tile_rows + 1) * 512 + 1) * 4096 * per, q.host_limit * 3 / 4);

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Streamed runs under mpirun (issue 16, docs/ARCHITECTURE.md section 5.1): every rank grid of
+# 2 and 3 ranks, in chunks of one and of three tile rows (the ranks take unequal numbers of them), gives
+# the one-rank in-core result bit for bit (every dataset, the GeoTIFF); a bad input found after
+# the first pass (values in degrees) ends every rank in one line with no output.
+set -u
+mpirun=$1 tessera=$2 h5same=$3
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+"$tessera" synth --case holes --size 1100x700 --seed 8 "$d" >/dev/null || exit 1
+opts="--tile-size 32 --coherence $d/holes_coherence.tif --min-coherence 0.3 --save-cycles --save-residues --save-cuts --reference 500 400"
+"$tessera" unwrap -q $opts "$d/holes_wrapped.tif" "$d/one.h5" --geotiff "$d/one.tif" || { echo "FAIL: in-core run"; exit 1; }
+gdal_translate -q -of XYZ "$d/one.tif" "$d/one.xyz"
+for run in "2 2x1 32" "2 1x2 96" "3 3x1 32" "3 1x3 96" "3 3x1 96"; do
+  set -- $run
+  np=$1 grid=$2 rows=$3
+  out="$d/s$np-$grid.h5"
+  timeout 120 "$mpirun" --oversubscribe -np "$np" -x OMP_NUM_THREADS=1 "$tessera" unwrap $opts --rank-grid "$grid" \
+    --chunk-rows "$rows" "$d/holes_wrapped.tif" "$out" --geotiff "$d/s.tif" --overwrite 2>"$d/err" >/dev/null ||
+    { echo "FAIL: np $np grid $grid: $(head -c 300 "$d/err")"; exit 1; }
+  grep -q "chunk(s) of" "$d/err" || { echo "FAIL: np $np grid $grid did not stream: $(head -c 300 "$d/err")"; exit 1; }
+  "$h5same" "$d/one.h5" "$out" unwrapped_phase connected_components cycles residues branch_cuts >/dev/null ||
+    { echo "FAIL: np $np grid $grid differs"; exit 1; }
+  gdal_translate -q -of XYZ "$d/s.tif" "$d/s.xyz"
+  cmp -s "$d/one.xyz" "$d/s.xyz" || { echo "FAIL: np $np grid $grid GeoTIFF differs"; exit 1; }
+  echo "np $np grid $grid chunks of $rows rows: identical"
+done
+# A limit that each rank measures differently (its own resident memory) still gives one plan.
+timeout 120 "$mpirun" --oversubscribe -np 3 -x OMP_NUM_THREADS=1 "$tessera" unwrap $opts --memory-limit 100M \
+  "$d/holes_wrapped.tif" "$d/m.h5" 2>"$d/err" >/dev/null || { echo "FAIL: --memory-limit 100M: $(head -c 300 "$d/err")"; exit 1; }
+"$h5same" "$d/one.h5" "$d/m.h5" unwrapped_phase connected_components cycles >/dev/null || { echo "FAIL: 100M differs"; exit 1; }
+echo "--memory-limit 100M on 3 ranks: identical"
+# A phase in degrees is seen only once the first pass has read it: one line, every rank ends, no output.
+gdal_translate -q -scale -3.1416 3.1416 -180 180 -ot Float32 "$d/holes_wrapped.tif" "$d/deg.tif"
+timeout 60 "$mpirun" --oversubscribe -np 3 "$tessera" unwrap --tile-size 32 --chunk-rows 64 "$d/deg.tif" "$d/deg.h5" \
+  >/dev/null 2>"$d/err"
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { echo "FAIL: degrees: exit $rc"; exit 1; }
+[ "$(grep -c 'tessera: error' "$d/err")" -eq 1 ] && grep -q degrees "$d/err" || { echo "FAIL: degrees: $(cat "$d/err")"; exit 1; }
+[ ! -e "$d/deg.h5" ] && ! ls "$d" | grep -q 'deg.h5.tmp' || { echo "FAIL: degrees: output left"; exit 1; }
+echo "degrees after the first pass: one line, no output"
