@@ -18,7 +18,7 @@ gdal_translate -q -of VRT "$work/s/holes_wrapped.tif" "$work/plain.vrt"
 sed -i '/<SRS.*<\/SRS>/d; /<GeoTransform>/d' "$work/plain.vrt"
 
 status=0
-# chunked: the projected input in chunks (--memory-limit, section 5.1): the HDF5 written window
+# chunked: the projected input in chunks (--chunk-rows, section 5.1): the HDF5 written window
 # by window, the GeoTIFFs copied from it.
 for kind in projected chunked geographic none; do
   case $kind in
@@ -28,7 +28,7 @@ for kind in projected chunked geographic none; do
   esac
   extra=() limit=()
   [[ $kind == projected || $kind == chunked ]] && extra=(--overviews)
-  [[ $kind == chunked ]] && limit=(--memory-limit 2M)
+  [[ $kind == chunked ]] && limit=(--chunk-rows 128)
   out=$work/$kind
   run unwrap "$in" "$out.h5" --coherence "$work/s/holes_coherence.tif" --min-coherence 0.3 --tile-size 128 \
       --save-cycles --save-residues --save-cuts --geotiff "$out.u.tif" --conncomp-geotiff "$out.cc.tif" \
