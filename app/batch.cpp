@@ -25,9 +25,11 @@
 #include "io/input_error.h"
 #include "io/output_path.h"
 #include "io/output_set.h"
+#include "io/png_writer.h"
 #include "io/raster_reader.h"
 #include "pipeline/frame_lanes.h"
 #include "app/hologram_command.h"
+#include "app/partner_files.h"
 #include "pipeline/rank_device.h"
 #include "pipeline/result_attributes.h"
 
@@ -243,6 +245,9 @@ FrameTally unwrap_one_by_one(const RankFrames& f) {
         opt.rank_grid.clear();  // one rank per frame
         opt.quiet = true;
         opt.input = in;
+        opt.coherence = partner_file(f.base.coherence, in, "--coherence");  // its own (app/partner_files.h)
+        opt.mask = partner_file(f.base.mask, in, "--mask");
+        opt.quicklook = partner_file(f.base.quicklook, in, "--quicklook");
         double holo_s = 0;
         try {
             std::unique_ptr<PhaseSource> source;
@@ -254,8 +259,10 @@ FrameTally unwrap_one_by_one(const RankFrames& f) {
                 mi.phase = frame.phase;
                 mi.info = frame.info;
                 mi.name = in;
-                source = with_coherence_and_mask(memory_phase_source(std::move(mi)), opt.coherence, opt.mask,
-                                                 static_cast<float>(opt.min_coherence));
+                source = with_coherence_and_mask(
+                    memory_phase_source(std::move(mi)), opt.coherence, opt.mask, static_cast<float>(opt.min_coherence),
+                    opt.coherence.empty() ? 1 : auxiliary_band(opt.coherence, opt.coherence_band, "--coherence-band"),
+                    opt.mask.empty() ? 1 : auxiliary_band(opt.mask, opt.mask_band, "--mask-band"));
                 holo_s = since(tf);
             }
             const UnwrapReport r = run_unwrap(opt, source.get(), MPI_COMM_SELF);
@@ -364,20 +371,33 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
             if (const auto tifs = geotiff_outputs(base); !tifs.empty() && N > 1)
                 throw InputError::everywhere(tifs[0].first + ": --geotiff, --conncomp-geotiff and --dolphin name "
                                              "one result; they cannot be used with " + std::to_string(N) + " inputs");
+            // Every frame its own picture: one name would be written by the first frame and refused
+            // (or replaced) by the next.
+            if (!base.quicklook.empty() && N > 1 && !is_partner_template(base.quicklook))
+                throw InputError::everywhere(base.quicklook + ": --quicklook names one file; with " +
+                                             std::to_string(N) + " inputs give a template, e.g. '" +
+                                             (fs::path(out) / "{stem}.png").string() + "'");
             if (rank == 0) {
                 // Outputs: never an input, never two of them one file, only regular files, existing
                 // ones only with --overwrite (section 7). A directory still to be created holds none.
                 std::vector<std::string> all_outs = outs, all_ins = inputs;
                 if (dir_mode && !fs::is_directory(out, ec)) all_outs.clear();
                 for (const auto& [tif, band] : geotiff_outputs(base)) all_outs.push_back(tif);
-                all_ins.insert(all_ins.end(), {base.coherence, base.mask, frames.hologram_reference});
+                for (const std::string& in : inputs) {
+                    all_ins.insert(all_ins.end(), {partner_file(base.coherence, in, "--coherence"),
+                                                   partner_file(base.mask, in, "--mask")});
+                    const std::string q = partner_file(base.quicklook, in, "--quicklook");
+                    if (q.empty()) continue;
+                    check_png_name(q, "--quicklook");
+                    const fs::path dir = fs::path(q).parent_path();
+                    if (dir.empty() || fs::is_directory(dir, ec)) all_outs.push_back(q);  // else in OUT_DIR, still to be made
+                }
+                all_ins.push_back(frames.hologram_reference);
                 check_outputs(all_outs, all_ins, base.overwrite);
                 if (!(base.min_coherence >= 0.0 && base.min_coherence <= 1.0))
                     throw InputError(base.coherence.empty() ? out : base.coherence,
                                      "--min-coherence " + std::to_string(base.min_coherence) +
                                          " is outside [0, 1] (coherence is a magnitude between 0 and 1)");
-                if (!base.coherence.empty()) RasterReader(base.coherence, 1);
-                if (!base.mask.empty()) RasterReader(base.mask, 1);
             }
             // The unwrap's backend demodulates too (kCuda: on the current or --device GPU); this
             // also refuses a backend the process cannot run.
@@ -405,6 +425,7 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
                 RasterReader r(in, base.band);
                 if (demod) demod->check(r.path(), r.info());
                 const RasterInfo& ri = r.info();
+                check_partners(in, ri, base, !frames.from_hologram);
                 if (on_lanes && base.reference &&
                     (base.reference->first < 0 || base.reference->first >= ri.rows || base.reference->second < 0 ||
                      base.reference->second >= ri.cols))

@@ -26,7 +26,9 @@
 #include "app/error_report.h"
 #include "backend/backend.h"
 #include "app/hologram_command.h"
+#include "app/partner_files.h"
 #include "app/plan_command.h"
+#include "app/result_info.h"
 #include "pipeline/chunk_plan.h"
 #include "app/synth.h"
 #include "pipeline/unwrap_pipeline.h"
@@ -54,7 +56,8 @@ std::pair<int64_t, int64_t> parse_size(const std::string& s) {
 }
 
 // `tessera info`: each file is described in a child process, so that a damaged file on which
-// HDF5 itself crashes or loops ends in one line, never in a crash (30 s at most a file).
+// HDF5 itself crashes or loops ends in one line, never in a crash (30 s at most without progress:
+// a large file's rows take longer in all).
 // Returns the number of files that failed.
 int run_info(const std::vector<std::string>& files) {
     int failed = 0;
@@ -75,7 +78,7 @@ int run_info(const std::vector<std::string>& files) {
             std::string text;
             int code = 0;
             try {
-                text = tessera::describe_result(f, /*tessera_only=*/true);
+                text = tessera::result_info(f, [] { alarm(30); });  // app/result_info.h
             } catch (const tessera::InputError& e) {
                 text = e.what(), code = 2;
             } catch (const std::exception& e) {
@@ -157,8 +160,16 @@ int main(int argc, char** argv) {
     auto* unwrap = app.add_subcommand("unwrap", "unwrap a wrapped phase or complex interferogram (any GDAL raster)");
     tessera::UnwrapBatchCli ub;  // IN... OUT, --from-hologram and its demodulation options
     tessera::add_unwrap_batch_options(unwrap, ub);
-    unwrap->add_option("--coherence", uo.coherence, "coherence raster of the same size (0 or NaN = masked)");
-    unwrap->add_option("--mask", uo.mask, "mask raster of the same size (nonzero = valid)");
+    auto* coherence_option = unwrap->add_option("--coherence", uo.coherence,
+                       "coherence raster of the same size (0 or NaN = masked), or each input's own: a template with "
+                       "{dir} {stem} {name} of the input, e.g. '{dir}/{name}.cor.tif'");
+    auto* mask_option = unwrap->add_option("--mask", uo.mask, "mask raster of the same size (nonzero = valid), or a template as --coherence");
+    unwrap->add_option("--coherence-band", uo.coherence_band, "band of the coherence raster (needed when it has several)")
+        ->check(CLI::Range(1, 65535))
+        ->needs(coherence_option);
+    unwrap->add_option("--mask-band", uo.mask_band, "band of the mask raster (needed when it has several)")
+        ->check(CLI::Range(1, 65535))
+        ->needs(mask_option);
     unwrap->add_option("--band", uo.band, "band of IN (1-based)")->capture_default_str()->check(CLI::Range(1, 65535));
     unwrap->add_option("--tile-size", uo.tile_size, "tile side in pixels (the result does not depend on it)")
         ->capture_default_str();
@@ -254,6 +265,7 @@ int main(int argc, char** argv) {
                 return 0;
             }
             uo.input = inputs[0];
+            tessera::use_own_partners(uo, MPI_COMM_WORLD);  // --coherence/--mask templates (app/partner_files.h)
             const tessera::UnwrapReport rep = tessera::run_unwrap(uo, MPI_COMM_WORLD);
             int rank = 0;
             MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -48,7 +48,7 @@ void print_plan(const PlanCli& c) {
     std::printf("backend      %s\n", ops.name);
     std::printf("ranks        %d as %lld x %lld (rank rows x rank columns), %d per node; tiles of %lld\n", p.grid.size(),
                 static_cast<long long>(p.grid.P), static_cast<long long>(p.grid.Q), per_node, static_cast<long long>(tile));
-    std::printf("limits       host %s (%s of it held before the first pixel), GPU %s per rank\n",
+    std::printf("limits       host %s (%s of it reserved: the process before it reads, GDAL's cache), GPU %s per rank\n",
                 limit(q.host_limit).c_str(), format_bytes(q.host_reserved).c_str(), limit(q.device_limit).c_str());
     if (p.in_core())
         std::printf("layout       each rank's window in one piece, 1 pass over the input\n");

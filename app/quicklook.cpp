@@ -1,6 +1,7 @@
 // Quicklook PNG (app/quicklook.h).
 #include "app/quicklook.h"
 
+#include "app/bitmap_font.h"
 #include "io/png_writer.h"
 
 
@@ -45,6 +46,25 @@ constexpr std::array<RGB, 20> kPalette = {{{31, 119, 180},  {255, 127, 14},  {44
                                            {152, 223, 138}, {255, 152, 150}, {197, 176, 213}, {196, 156, 148},
                                            {247, 182, 210}, {199, 199, 199}, {219, 219, 141}, {158, 218, 229}}};
 
+// The hue wheel at full saturation, lightened a little so that no colour is near black (NaN).
+RGB hue_wheel(double t) {
+    const double h = 6.0 * (t - std::floor(t));
+    const int i = std::min(static_cast<int>(h), 5);
+    const double f = h - i;
+    const double v = 235.0, lo = 40.0, up = lo + (v - lo) * f, down = v - (v - lo) * f;
+    const double rgb[6][3] = {{v, up, lo}, {down, v, lo}, {lo, v, up}, {lo, down, v}, {up, lo, v}, {v, lo, down}};
+    return {static_cast<uint8_t>(std::lround(rgb[i][0])), static_cast<uint8_t>(std::lround(rgb[i][1])),
+            static_cast<uint8_t>(std::lround(rgb[i][2]))};
+}
+
+// "%.4g rad"; "none" when there is no finite value.
+std::string radians(double v) {
+    if (!std::isfinite(v)) return "none";
+    char b[32];
+    std::snprintf(b, sizeof b, "%.4g rad", v);
+    return b;
+}
+
 RGB viridis(double t) {
     t = std::clamp(t, 0.0, 1.0) * 8.0;
     const int i = std::min(static_cast<int>(t), 7);
@@ -60,17 +80,20 @@ RGB viridis(double t) {
 
 }  // namespace
 
+std::array<uint8_t, 3> phase_colour(double t) { return viridis(t); }
+std::array<uint8_t, 3> rewrapped_colour(double t) { return hue_wheel(t); }
+
 QuicklookGrid quicklook_grid(int64_t rows, int64_t cols, int max_side) {
     if (rows < 1 || cols < 1) throw std::invalid_argument("quicklook: empty image");
-    if (max_side < 16) throw std::invalid_argument("quicklook: max_side must be at least 16");
+    if (max_side < 64) throw std::invalid_argument("quicklook: max_side must be at least 64");
     QuicklookGrid g;
     g.rows = rows;
     g.cols = cols;
-    const int64_t m = max_side;
-    int64_t f = std::max<int64_t>({1, (rows + m - 1) / m, (2 * cols + (m - g.gap) - 1) / (m - g.gap)});
+    const int64_t m = max_side, mr = m - g.bar_rows, mc = m - 2 * g.gap;  // room for the panels
+    int64_t f = std::max<int64_t>({1, (rows + mr - 1) / mr, (3 * cols + mc - 1) / mc});
     for (;; ++f) {
         const int64_t pr = (rows + f - 1) / f, pc = (cols + f - 1) / f;
-        if (pr <= m && 2 * pc + g.gap <= m) break;
+        if (pr <= mr && 3 * pc <= mc) break;
     }
     g.factor = f;
     g.panel_rows = (rows + f - 1) / f;
@@ -140,7 +163,7 @@ std::vector<uint8_t> render_quicklook(const QuicklookGrid& g, const std::vector<
             lo = std::min(lo, m);
             hi = std::max(hi, m);
         }
-    const int64_t W = g.width(with_labels), H = g.panel_rows;
+    const int64_t W = g.width(with_labels), H = g.height();
     std::vector<uint8_t> rgb(static_cast<size_t>(W * H * 3), 0);
     auto put = [&](int64_t r, int64_t c, const RGB& v) {
         uint8_t* p = rgb.data() + (r * W + c) * 3;
@@ -148,27 +171,49 @@ std::vector<uint8_t> render_quicklook(const QuicklookGrid& g, const std::vector<
         p[1] = v[1];
         p[2] = v[2];
     };
+    constexpr double pi = 3.14159265358979323846;
     const double span = hi > lo ? hi - lo : 0.0;
-    for (int64_t r = 0; r < H; ++r) {
+    const int64_t x_wrap = g.panel_col0(1), x_lab = g.panel_col0(2);
+    for (int64_t r = 0; r < g.panel_rows; ++r) {
         for (int64_t c = 0; c < g.panel_cols; ++c) {
             const double m = mean[static_cast<size_t>(r * g.panel_cols + c)];
             if (std::isnan(m)) continue;  // black
             put(r, c, viridis(span > 0 ? (m - lo) / span : 0.5));
+            put(r, x_wrap + c, hue_wheel((m + pi) / (2 * pi)));  // the wheel's period is 2 pi: u mod 2 pi
         }
+        for (int64_t p = 1; p < g.panels(with_labels); ++p)
+            for (int64_t c = 0; c < g.gap; ++c) put(r, g.panel_col0(static_cast<int>(p)) - g.gap + c, RGB{128, 128, 128});
         if (!with_labels) continue;
-        for (int64_t c = 0; c < g.gap; ++c) put(r, g.panel_cols + c, RGB{128, 128, 128});
         for (int64_t c = 0; c < g.panel_cols; ++c) {
             const uint32_t l = label[static_cast<size_t>(r * g.panel_cols + c)];
-            if (l != 0) put(r, g.panel_cols + g.gap + c, kPalette[(l - 1) % kPalette.size()]);
+            if (l != 0) put(r, x_lab + c, kPalette[(l - 1) % kPalette.size()]);
         }
     }
+    // The colour bars: column c of a panel's bar shows t = c / (panel_cols - 1), and under it the
+    // values of its ends in radians.
+    const double last = static_cast<double>(std::max<int64_t>(g.panel_cols - 1, 1));
+    for (int64_t r = g.bar_row0(); r < g.bar_row0() + 8; ++r)
+        for (int64_t c = 0; c < g.panel_cols; ++c) {
+            if (span > 0) put(r, c, viridis(static_cast<double>(c) / last));
+            put(r, x_wrap + c, hue_wheel(static_cast<double>(c) / last * (1.0 - 1e-9)));  // -pi .. just below pi
+        }
+    const RGB white{255, 255, 255};
+    constexpr int64_t kMargin = 3;  // right-aligned text stays clear of the next panel's
+    const std::string u_lo = radians(lo), u_hi = radians(hi);
+    draw_text(rgb.data(), W, H, g.text_row0(), 0, u_lo, white);
+    if (span > 0)
+        draw_text(rgb.data(), W, H, g.text_row0(),
+                  std::max(g.panel_cols - text_width(u_hi) - kMargin, text_width(u_lo) + kGlyphAdvance), u_hi, white);
+    draw_text(rgb.data(), W, H, g.text_row0(), x_wrap, "-pi", white);
+    draw_text(rgb.data(), W, H, g.text_row0(), std::max(x_wrap + g.panel_cols - text_width("pi rad") - kMargin, x_wrap + 4 * kGlyphAdvance),
+              "pi rad", white);
     return rgb;
 }
 
 void write_quicklook_cells(const std::string& png, const QuicklookGrid& g, const std::vector<QuicklookCell>& cells,
                            bool with_labels) {
     const std::vector<uint8_t> rgb = render_quicklook(g, cells, with_labels);
-    write_png(png, g.panel_rows, g.width(with_labels), 3, 8, rgb.data());
+    write_png(png, g.height(), g.width(with_labels), 3, 8, rgb.data());
 }
 
 void write_quicklook_cells(const std::string& png, const QuicklookGrid& g,

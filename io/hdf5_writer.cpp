@@ -25,6 +25,8 @@
 #include <exception>
 #include <filesystem>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
@@ -822,9 +824,11 @@ bool written_by_tessera(hid_t root) {
     return attr.ok() && attribute_value(attr.get()).rfind("tessera", 0) == 0;
 }
 
-}  // namespace
-
-std::string describe_result(const std::string& path, bool tessera_only) {
+// A result file opened read-only, its root group, and (tessera_only) the check that tessera wrote it.
+struct OpenResult {
+    Handle file, root;
+};
+OpenResult open_result(const std::string& path, bool tessera_only) {
     silence_hdf5();
     struct stat st {};
     if (stat(path.c_str(), &st) != 0) throw InputError(path, "no such file");
@@ -836,14 +840,121 @@ std::string describe_result(const std::string& path, bool tessera_only) {
     // locking, so that it also works on file systems without flock (Lustre, NFS).
     Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
     if (fapl.ok()) H5Pset_file_locking(fapl.get(), false, true);
-    Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.ok() ? fapl.get() : H5P_DEFAULT), H5Fclose);
-    if (!file.ok()) throw InputError(path, hdf5_failure("cannot open the HDF5 file"));
-    Handle root(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose);
-    if (!root.ok()) throw InputError(path, hdf5_failure("cannot open the root group"));
-    if (tessera_only && !written_by_tessera(root.get())) {
+    OpenResult r;
+    r.file = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.ok() ? fapl.get() : H5P_DEFAULT), H5Fclose);
+    if (!r.file.ok()) throw InputError(path, hdf5_failure("cannot open the HDF5 file"));
+    r.root = Handle(H5Gopen2(r.file.get(), "/", H5P_DEFAULT), H5Gclose);
+    if (!r.root.ok()) throw InputError(path, hdf5_failure("cannot open the root group"));
+    if (tessera_only && !written_by_tessera(r.root.get())) {
         H5Eclear2(H5E_DEFAULT);
         throw InputError(path, "not a tessera result (no root attribute software = \"tessera ...\")");
     }
+    return r;
+}
+
+// Rows [r0, r0 + n) of 2-D dataset `d` (cols wide) as `mem` into `out`.
+void read_rows(const std::string& path, const char* name, hid_t d, hid_t mem, int64_t r0, int64_t n, int64_t cols,
+               void* out) {
+    Handle fs(H5Dget_space(d), H5Sclose);
+    const hsize_t start[2] = {static_cast<hsize_t>(r0), 0}, count[2] = {static_cast<hsize_t>(n), static_cast<hsize_t>(cols)};
+    Handle ms(H5Screate_simple(2, count, nullptr), H5Sclose);
+    if (!fs.ok() || !ms.ok() || H5Sselect_hyperslab(fs.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
+        H5Dread(d, mem, ms.get(), fs.get(), H5P_DEFAULT, out) < 0)
+        throw InputError(path, hdf5_failure(std::string("cannot read /") + name + " (rows " + std::to_string(r0) +
+                                            ".." + std::to_string(r0 + n - 1) + ")"));
+}
+
+}  // namespace
+
+ResultSummary summarize_result(const std::string& path, int top, int max_attributes,
+                               const std::function<void()>& progress) {
+    OpenResult f = open_result(path, true);
+    ResultSummary s;
+    // Root attributes, stored order (one pass).
+    struct Acc {
+        ResultSummary* s;
+        int64_t max;
+    } acc{&s, max_attributes};
+    hsize_t idx = 0;
+    H5Aiterate2(
+        f.root.get(), H5_INDEX_NAME, H5_ITER_NATIVE, &idx,
+        [](hid_t loc, const char* name, const H5A_info_t*, void* data) -> herr_t {
+            auto* a = static_cast<Acc*>(data);
+            if (static_cast<int64_t>(a->s->attributes.size()) >= a->max) return ++a->s->more_attributes, 0;
+            Handle attr(H5Aopen(loc, name, H5P_DEFAULT), H5Aclose);
+            a->s->attributes.emplace_back(name, attr.ok() ? attribute_value(attr.get()) : "<unreadable>");
+            return 0;
+        },
+        &acc);
+    H5Eclear2(H5E_DEFAULT);
+    // The datasets of the result, with their shapes and types.
+    for (const char* name : {"unwrapped_phase", "connected_components", "cycles", "residues", "branch_cuts"}) {
+        if (H5Lexists(f.root.get(), name, H5P_DEFAULT) <= 0) continue;
+        Handle d(H5Dopen2(f.root.get(), name, H5P_DEFAULT), H5Dclose);
+        if (!d.ok()) continue;
+        Handle type(H5Dget_type(d.get()), H5Tclose);
+        Handle space(H5Dget_space(d.get()), H5Sclose);
+        s.datasets.push_back(std::string("/") + name + " " + (space.ok() ? shape_of(space.get()) : "?") + " " +
+                             (type.ok() ? type_name(type.get()) : "?"));
+    }
+    H5Eclear2(H5E_DEFAULT);
+    // The pixels: phase and labels, a block of rows at a time.
+    auto open2d = [&](const char* name) {
+        Handle d(H5Dopen2(f.root.get(), name, H5P_DEFAULT), H5Dclose);
+        if (!d.ok()) throw InputError(path, hdf5_failure(std::string("no dataset /") + name));
+        Handle space(H5Dget_space(d.get()), H5Sclose);
+        hsize_t dims[2] = {0, 0};
+        if (!space.ok() || H5Sget_simple_extent_ndims(space.get()) != 2 ||
+            H5Sget_simple_extent_dims(space.get(), dims, nullptr) != 2)
+            throw InputError(path, std::string("/") + name + " is not a 2-D dataset");
+        return std::make_tuple(std::move(d), static_cast<int64_t>(dims[0]), static_cast<int64_t>(dims[1]));
+    };
+    auto [u, rows, cols] = open2d("unwrapped_phase");
+    auto [l, lrows, lcols] = open2d("connected_components");
+    if (lrows != rows || lcols != cols)
+        throw InputError(path, "/connected_components is " + std::to_string(lcols) + "x" + std::to_string(lrows) +
+                                   ", /unwrapped_phase " + std::to_string(cols) + "x" + std::to_string(rows));
+    s.rows = rows, s.cols = cols;
+    const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(cols, 1));
+    std::vector<float> ub(static_cast<size_t>(std::min(block, rows) * cols));
+    std::vector<uint32_t> lb(ub.size());
+    std::vector<int64_t> small;               // pixels per label below 2^24
+    std::map<uint32_t, int64_t> large;        // the rest (a damaged file may hold any label)
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+        const int64_t n = std::min(block, rows - r0);
+        read_rows(path, "unwrapped_phase", u.get(), H5T_NATIVE_FLOAT, r0, n, cols, ub.data());
+        read_rows(path, "connected_components", l.get(), H5T_NATIVE_UINT32, r0, n, cols, lb.data());
+        for (int64_t i = 0; i < n * cols; ++i) {
+            if (!std::isfinite(ub[static_cast<size_t>(i)])) continue;
+            ++s.finite;
+            const uint32_t k = lb[static_cast<size_t>(i)];
+            if (k == 0) continue;
+            ++s.labelled;
+            if (k < (1u << 24)) {
+                if (k >= small.size()) small.resize(std::max<size_t>(k + 1, 2 * small.size()), 0);
+                ++small[k];
+            } else {
+                ++large[k];
+            }
+        }
+        if (progress) progress();
+    }
+    std::vector<std::pair<uint32_t, int64_t>> all;
+    for (size_t k = 1; k < small.size(); ++k)
+        if (small[k] > 0) all.emplace_back(static_cast<uint32_t>(k), small[k]);
+    for (const auto& kv : large) all.push_back(kv);
+    s.components = static_cast<int64_t>(all.size());
+    const auto by_size = [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; };
+    const size_t keep = std::min(all.size(), static_cast<size_t>(std::max(top, 0)));
+    std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(), by_size);
+    s.largest.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep));
+    H5Eclear2(H5E_DEFAULT);
+    return s;
+}
+
+std::string describe_result(const std::string& path, bool tessera_only) {
+    OpenResult opened = open_result(path, tessera_only);
+    Handle& root = opened.root;
 
     // The root's links in their stored order (one pass), then each dataset's shape, type and
     // attributes.

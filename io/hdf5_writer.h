@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -120,5 +121,22 @@ private:
 // without the root attribute software = "tessera ...". HDF5 itself may crash on a damaged
 // file: `tessera info` calls this in a child process.
 std::string describe_result(const std::string& path, bool tessera_only = false);
+
+// What `tessera info` reports of a tessera result (InputError for any other file): the datasets
+// (name, shape, type), the root attributes as text (stored order, at most max_attributes), and
+// from the pixels: how many have a finite /unwrapped_phase, how many of those a nonzero
+// /connected_components label, the distinct labels and the `top` largest (label, pixels), most
+// pixels first (ties: lower label). The datasets are read in row blocks; progress() is called
+// after each (a caller's watchdog). InputError when they are missing, of other sizes or unreadable.
+struct ResultSummary {
+    int64_t rows = 0, cols = 0;
+    int64_t finite = 0, labelled = 0, components = 0;
+    std::vector<std::pair<uint32_t, int64_t>> largest;
+    std::vector<std::string> datasets;  // "/name shape type"
+    std::vector<std::pair<std::string, std::string>> attributes;
+    int64_t more_attributes = 0;  // beyond max_attributes
+};
+ResultSummary summarize_result(const std::string& path, int top = 5, int max_attributes = 100,
+                               const std::function<void()>& progress = {});
 
 }  // namespace tessera

@@ -1,5 +1,11 @@
 #include "io/phase_source.h"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <exception>
+#include <mutex>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -38,16 +44,45 @@ void fold_valid(const RegionArrays& a, const uint8_t* valid, InputRanges& rg) {
     rg.lo = lo, rg.hi = hi;
 }
 
-// A raster of window w read kRowBlock rows at a time; fold(pixel index in a, value) per pixel.
-template <class T, class Read, class Fold>
-void fold_in_blocks(const Window& w, Read&& read, Fold&& fold) {
-    std::vector<T> buf(static_cast<size_t>(kRowBlock * w.cols));
-    for (int64_t r = w.row0; r < w.row0 + w.rows; r += kRowBlock) {
-        const Window b{r, w.col0, std::min(kRowBlock, w.row0 + w.rows - r), w.cols};
-        read(b, buf.data());
-        for (int64_t i = 0; i < b.rows; ++i)
-            for (int64_t j = 0; j < b.cols; ++j) fold((r - w.row0 + i) * w.cols + j, buf[static_cast<size_t>(i * b.cols + j)]);
+// A raster of window w read kRowBlock rows at a time, the blocks on the host's threads for a
+// large window (each thread with its own reader from make_read(): GDAL handles are not shared);
+// fold(pixel index in a, value, the thread's ranges) per pixel; the ranges merged into rg. The
+// first failure (lowest block) is rethrown.
+template <class T, class MakeRead, class Fold>
+void fold_in_blocks(const Window& w, MakeRead&& make_read, Fold&& fold, InputRanges& rg) {
+    const int64_t blocks = (w.rows + kRowBlock - 1) / kRowBlock;
+    const int threads = w.size() >= (int64_t{1} << 22) ? static_cast<int>(std::min<int64_t>(blocks, omp_get_max_threads())) : 1;
+    std::mutex mu;
+    int64_t failed_at = blocks;
+    std::exception_ptr failure;
+#pragma omp parallel num_threads(threads)
+    {
+        InputRanges mine;
+        try {
+            auto read = make_read();
+            std::vector<T> buf(static_cast<size_t>(kRowBlock * w.cols));
+#pragma omp for schedule(dynamic)
+            for (int64_t k = 0; k < blocks; ++k) {
+                const int64_t r = w.row0 + k * kRowBlock;
+                const Window b{r, w.col0, std::min(kRowBlock, w.row0 + w.rows - r), w.cols};
+                try {
+                    read(b, buf.data());
+                    for (int64_t i = 0; i < b.rows; ++i)
+                        for (int64_t j = 0; j < b.cols; ++j)
+                            fold((r - w.row0 + i) * w.cols + j, buf[static_cast<size_t>(i * b.cols + j)], mine);
+                } catch (...) {
+                    std::lock_guard<std::mutex> lock(mu);
+                    if (k < failed_at) failed_at = k, failure = std::current_exception();
+                }
+            }
+        } catch (...) {  // the reader could not be made: this thread's blocks fail
+            std::lock_guard<std::mutex> lock(mu);
+            if (!failure) failure = std::current_exception(), failed_at = -1;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        rg.coh_lo = std::min(rg.coh_lo, mine.coh_lo), rg.coh_hi = std::max(rg.coh_hi, mine.coh_hi);
     }
+    if (failure) std::rethrow_exception(failure);
 }
 
 // Band `band` of a GDAL raster: the phase and its validity, nothing else.
@@ -72,8 +107,13 @@ private:
 class WithRasters final : public PhaseSource {
 public:
     WithRasters(std::unique_ptr<PhaseSource> base, const std::string& coherence, const std::string& mask,
-                float min_coherence)
-        : base_(std::move(base)), coherence_(coherence), mask_(mask), thr_(min_coherence) {}
+                float min_coherence, int coherence_band, int mask_band)
+        : base_(std::move(base)),
+          coherence_(coherence),
+          mask_(mask),
+          thr_(min_coherence),
+          coherence_band_(coherence_band),
+          mask_band_(mask_band) {}
     const RasterInfo& info() const override { return base_->info(); }
     const std::string& name() const override { return base_->name(); }
 
@@ -83,15 +123,23 @@ public:
         InputRanges rg = base_->fill(a, mask_.empty() && coherence_.empty() ? ready : RowsReady{});
         if (!mask_.empty())
             fold_in_blocks<uint8_t>(
-                w, [&, m = RasterReader(mask_, 1)](const Window& b, uint8_t* buf) { m.read_mask(b, buf, w.cols); },
-                [&](int64_t p, uint8_t m) {
+                w,
+                [&] {
+                    return [&, m = RasterReader(mask_, mask_band_)](const Window& b, uint8_t* buf) { m.read_mask(b, buf, w.cols); };
+                },
+                [&](int64_t p, uint8_t m, InputRanges&) {
                     if (!m) mark_invalid(a, p);
-                });
-        if (!coherence_.empty()) {
-            const RasterReader c(coherence_, 1);
-            fold_in_blocks<float>(w, [&](const Window& b, float* buf) { c.read_float(b, buf, w.cols); },
-                                  [&](int64_t p, float g) { fold_coherence(a, p, g, thr_, rg); });
-        }
+                },
+                rg);
+        if (!coherence_.empty())
+            fold_in_blocks<float>(
+                w,
+                [&] {
+                    return [&, c = RasterReader(coherence_, coherence_band_)](const Window& b, float* buf) {
+                        c.read_float(b, buf, w.cols);
+                    };
+                },
+                [&](int64_t p, float g, InputRanges& mine) { fold_coherence(a, p, g, thr_, mine); }, rg);
         return rg;
     }
 
@@ -99,6 +147,7 @@ private:
     std::unique_ptr<PhaseSource> base_;
     std::string coherence_, mask_;
     float thr_;
+    int coherence_band_, mask_band_;
 };
 
 class MemoryPhaseSource final : public PhaseSource {
@@ -155,14 +204,17 @@ private:
 }  // namespace
 
 std::unique_ptr<PhaseSource> gdal_phase_source(const std::string& path, int band, const std::string& coherence,
-                                               const std::string& mask, float min_coherence) {
-    return with_coherence_and_mask(std::make_unique<RasterPhaseSource>(path, band), coherence, mask, min_coherence);
+                                               const std::string& mask, float min_coherence, int coherence_band,
+                                               int mask_band) {
+    return with_coherence_and_mask(std::make_unique<RasterPhaseSource>(path, band), coherence, mask, min_coherence,
+                                   coherence_band, mask_band);
 }
 
 std::unique_ptr<PhaseSource> with_coherence_and_mask(std::unique_ptr<PhaseSource> base, const std::string& coherence,
-                                                     const std::string& mask, float min_coherence) {
+                                                     const std::string& mask, float min_coherence,
+                                                     int coherence_band, int mask_band) {
     if (coherence.empty() && mask.empty()) return base;
-    return std::make_unique<WithRasters>(std::move(base), coherence, mask, min_coherence);
+    return std::make_unique<WithRasters>(std::move(base), coherence, mask, min_coherence, coherence_band, mask_band);
 }
 
 std::unique_ptr<PhaseSource> memory_phase_source(MemoryInput in) {

@@ -37,13 +37,16 @@ public:
 };
 
 // Band `band` of a GDAL raster, with optional coherence and mask rasters of the same size
-// (the caller checks the sizes) and the --min-coherence threshold.
+// (the caller checks the sizes; their bands: the caller's choice, io/raster_reader.h
+// auxiliary_band) and the --min-coherence threshold.
 std::unique_ptr<PhaseSource> gdal_phase_source(const std::string& path, int band, const std::string& coherence,
-                                               const std::string& mask, float min_coherence);
+                                               const std::string& mask, float min_coherence, int coherence_band = 1,
+                                               int mask_band = 1);
 
-// `base` with coherence and mask rasters (paths; empty: none) folded in after it.
+// `base` with coherence and mask rasters (paths; empty: none; bands 1-based) folded in after it.
 std::unique_ptr<PhaseSource> with_coherence_and_mask(std::unique_ptr<PhaseSource> base, const std::string& coherence,
-                                                     const std::string& mask, float min_coherence);
+                                                     const std::string& mask, float min_coherence,
+                                                     int coherence_band = 1, int mask_band = 1);
 
 // Arrays in memory, row-major H x W: a wrapped phase (float32, NaN/Inf invalid) or a complex
 // interferogram (phase = atan2f(im, re) as the GDAL source computes it; 0 or non-finite

@@ -4,7 +4,9 @@
 #include <cpl_string.h>
 #include <gdal_priv.h>
 
+#include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 
 #include "io/gdal_session.h"
@@ -13,6 +15,12 @@
 #include "io/output_set.h"
 
 namespace tessera {
+
+void check_png_name(const std::string& path, const std::string& option) {
+    std::string ext = std::filesystem::path(path).extension().string();
+    for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (ext != ".png") throw InputError(path, option + " writes a PNG: name it *.png");
+}
 
 void write_png(const std::string& path, int64_t rows, int64_t cols, int bands, int bits, const void* data) {
     if (bits != 8 && bits != 16) throw std::invalid_argument("write_png: bits must be 8 or 16");

@@ -12,4 +12,9 @@ namespace tessera {
 // Throws InputError(path, problem).
 void write_png(const std::string& path, int64_t rows, int64_t cols, int bands, int bits, const void* data);
 
+// The picture format of output `path`, from its extension: PNG (.png, any case) is the only one
+// written; another name is refused (InputError(path, "<option> writes a PNG: name it *.png"))
+// rather than given PNG bytes under it.
+void check_png_name(const std::string& path, const std::string& option);
+
 }  // namespace tessera

@@ -196,6 +196,14 @@ RasterReader::RasterReader(const std::string& path, int band) : path_(path), ban
     }
 }
 
+int auxiliary_band(const std::string& path, int band, const std::string& option) {
+    if (band > 0) return band;
+    const int n = RasterReader(path, 1).info().band_count;
+    if (n > 1)
+        throw InputError(path, "has " + plural(n, "band") + "; pick the one to use with " + option + " N");
+    return 1;
+}
+
 RasterReader::~RasterReader() {
     QuietGdal quiet;  // closing may warn; nothing of ours to report from a destructor
     impl_.reset();

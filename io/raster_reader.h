@@ -65,4 +65,10 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+// The band of an auxiliary raster (coherence, mask) to read: `band` when the user named one
+// (>= 1; checked when read), else 1 for a raster of one band. A raster of several bands without
+// a named one is refused (InputError naming `path` and telling to pick one with `option`):
+// reading band 1 of an ISCE2 2-band .cor would silently take its amplitude.
+int auxiliary_band(const std::string& path, int band, const std::string& option);
+
 }  // namespace tessera

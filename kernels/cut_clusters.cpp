@@ -25,13 +25,6 @@ namespace tessera {
 namespace {
 
 
-// A node's place in the ring walk of its pair candidates: ring w (L1 distance), position k
-// on it, residue s at that plaquette. At one w a residue's pair keys order by the other
-// residue's id, i.e. raster order of plaquettes, then sub-index: the walk's order.
-struct Cursor {
-    int32_t w = 0, k = 0, s = 0;
-};
-
 // Storage whose elements its owner constructs in its own parallel loop: resize leaves them
 // alone, so a large array's pages are first touched by the threads that use it.
 template <class T>
@@ -70,7 +63,7 @@ public:
             size_[v] = 1;
             charge_[v] = v < static_cast<size_t>(n_) ? res[v].res.sign : 0;
             ::new (&node_[v]) Node{};
-            if (v < static_cast<size_t>(n_)) ::new (&cursor_[v]) Cursor{};
+            if (v < static_cast<size_t>(n_)) ::new (&cursor_[v]) RingCursor{};
         }
         // Each lake's residues, ascending (the lake's edges in key order).
         adj_start_.assign(static_cast<size_t>(L) + 1, 0);
@@ -87,6 +80,7 @@ public:
             lakes_of(res[static_cast<size_t>(i)],
                      [&](int64_t l) { adj_[static_cast<size_t>(fill[static_cast<size_t>(lake_index(l))]++)] = i; });
         occupied_ = PlaquetteBitmap(res, H, W);
+        occ_ = occupied_.view();
     }
 
     void run(std::vector<Cut>& out, ClusterStats& st) {
@@ -381,66 +375,11 @@ private:
         node_[static_cast<size_t>(v)].target = tgt;
     }
 
-    // Walks v's cursor past residues of v's cluster; returns the first one outside no farther
-    // than `limit`, its distance in w, or -1. The cursor stays on it.
+    // v's next pair candidate outside its cluster within `limit` (the shared ring walk).
     int32_t next_pair(int32_t v, int32_t rv, int64_t limit, int64_t& w_out) {
         const Residue& a = res_[static_cast<size_t>(v)].res;
-        Cursor& cu = cursor_[static_cast<size_t>(v)];
-        if (cu.w >= 1 && cu.k == 0 && cu.s == 0) {  // at a ring's start: jump over empty rings
-            const int64_t d = nearest_occupied(a.r, a.c, cu.w, limit);
-            if (d > cu.w) cu.w = static_cast<int32_t>(std::min<int64_t>(d, limit + 1));
-        }
-        for (; cu.w <= limit; ++cu.w, cu.k = 0, cu.s = 0) {
-            const int32_t positions = cu.w == 0 ? 1 : 4 * cu.w;
-            for (; cu.k < positions; ++cu.k, cu.s = 0) {
-                int64_t dr = 0, dc = 0;
-                if (cu.w > 0) {
-                    if (cu.k == 0) {
-                        dr = -cu.w;
-                    } else if (cu.k == positions - 1) {
-                        dr = cu.w;
-                    } else {
-                        const int64_t t = cu.k - 1;
-                        dr = -cu.w + 1 + t / 2;
-                        const int64_t rem = cu.w - std::abs(dr);
-                        dc = t % 2 == 0 ? -rem : rem;
-                    }
-                }
-                const int64_t r = a.r + dr, c = a.c + dc;
-                if (!occupied_.inside(r, c)) continue;
-                const int64_t b = occupied_.bit(r, c);
-                if (!occupied_.test(b)) continue;
-                const auto [first, end] = occupied_.residues(b);
-                for (int32_t j = first + cu.s; j < end; ++j, ++cu.s)
-                    if (j != v && root(j) != rv) {
-                        w_out = cu.w;
-                        return j;
-                    }
-            }
-        }
-        return -1;
-    }
-
-    // The smallest L1 distance d, from <= d <= limit, of an occupied plaquette from (r, c)
-    // (from >= 1), or limit + 1: two bit scans a row instead of a walk over every position.
-    int64_t nearest_occupied(int64_t r, int64_t c, int64_t from, int64_t limit) const {
-        int64_t best = limit + 1;
-        for (int64_t dr = -limit; dr <= limit; ++dr) {
-            const int64_t adr = std::abs(dr);
-            if (adr >= best) continue;
-            const int64_t m = std::max<int64_t>(from - adr, 0), span = best - 1 - adr;
-            if (m > span) continue;
-            int64_t b0, b1;
-            if (occupied_.row_span(r + dr, c + m, c + span, b0, b1)) {  // right of c
-                const int64_t at = occupied_.first_set(b0, b1);
-                if (at >= 0) best = std::min(best, adr + (at - occupied_.bit(r + dr, c)));  // bits are linear in x
-            }
-            if (occupied_.row_span(r + dr, c - span, c - m, b0, b1)) {  // left of c
-                const int64_t at = occupied_.last_set(b0, b1);
-                if (at >= 0) best = std::min(best, adr + (occupied_.bit(r + dr, c) - at));
-            }
-        }
-        return best;
+        return tessera::next_pair(occ_, a.r, a.c, v, cursor_[static_cast<size_t>(v)], limit,
+                                  [&](int32_t j) { return root(j) != rv; }, w_out);
     }
 
     std::span<const ClusterResidue> res_;
@@ -457,10 +396,11 @@ private:
     };
     Array<Node> node_;
     Array<int32_t> heap_;
-    Array<Cursor> cursor_;
+    Array<RingCursor> cursor_;
     std::vector<int64_t> adj_start_, lake_cursor_;
     std::vector<int32_t> adj_;
     PlaquetteBitmap occupied_;
+    PlaquetteBits occ_;
 };
 
 }  // namespace

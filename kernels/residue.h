@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/cut_numerics.h"  // ground_choice, GroundSide: shared with the device
+
 namespace tessera {
 
 // A unit charge at plaquette (r, c). A plaquette of charge q holds |q| residues,
@@ -19,23 +21,6 @@ inline constexpr int64_t kNoWeight = std::numeric_limits<int64_t>::max();
 
 inline int64_t residue_id(int64_t r, int64_t c, int64_t W, int64_t sub) {
     return (r * W + c) * kMaxCharge + sub;
-}
-
-// Ground sides in the contract's tie order.
-enum GroundSide : int8_t { kNotGround = -1, kTop = 0, kBottom = 1, kLeft = 2, kRight = 3 };
-
-struct GroundChoice {
-    int64_t weight;
-    GroundSide side;
-};
-
-// Dual steps from plaquette (r, c) to the nearest image side; ties: top, bottom, left, right.
-inline GroundChoice ground_choice(int64_t r, int64_t c, int64_t H, int64_t W) {
-    GroundChoice g{r + 1, kTop};
-    if (H - 1 - r < g.weight) g = {H - 1 - r, kBottom};
-    if (c + 1 < g.weight) g = {c + 1, kLeft};
-    if (W - 1 - c < g.weight) g = {W - 1 - c, kRight};
-    return g;
 }
 
 // Strict order of candidate edges: (weight, lower id, higher id); the ground's id is the largest.

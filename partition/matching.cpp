@@ -86,6 +86,22 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
     return match_residues(owned, none, grid, radius, comm, st);
 }
 
+ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, bool& reaches_out) {
+    ClusterResidue y;
+    y.res = x;
+    reaches_out = false;
+    int k = 0;
+    for (const auto& [dr, dc] : {std::pair<int, int>{0, 0}, {0, 1}, {1, 0}, {1, 1}}) {
+        const int64_t l = lakes.at(x.r + dr, x.c + dc);
+        if (l == kNoLake) continue;
+        reaches_out = reaches_out || lakes.reaches_out(x.r + dr, x.c + dc);
+        if (k > 0 && (y.lake[0] == l || (k > 1 && y.lake[1] == l))) continue;
+        if (k < 2) y.lake[k++] = l;
+    }
+    if (k == 2 && y.lake[1] < y.lake[0]) std::swap(y.lake[0], y.lake[1]);
+    return y;
+}
+
 std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& lakes, const RankGrid& grid,
                                 int64_t R, Comm& comm, MatchStats& st) {
     const int64_t H = grid.tiles.H, W = grid.tiles.W;
@@ -103,18 +119,8 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
 #pragma omp parallel for schedule(static, 4096)
     for (int64_t i = 0; i < n_own; ++i) {
         const Residue& x = owned[static_cast<size_t>(i)];
-        ClusterResidue& y = mine[static_cast<size_t>(i)];
-        y.res = x;
         bool out = false;
-        int k = 0;
-        for (const auto& [dr, dc] : {std::pair<int, int>{0, 0}, {0, 1}, {1, 0}, {1, 1}}) {
-            const int64_t l = lakes.at(x.r + dr, x.c + dc);
-            if (l == kNoLake) continue;
-            out = out || lakes.reaches_out(x.r + dr, x.c + dc);
-            if (k > 0 && (y.lake[0] == l || (k > 1 && y.lake[1] == l))) continue;
-            if (k < 2) y.lake[k++] = l;
-        }
-        if (k == 2 && y.lake[1] < y.lake[0]) std::swap(y.lake[0], y.lake[1]);
+        mine[static_cast<size_t>(i)] = with_corner_lakes(x, lakes, out);
         near_border[static_cast<size_t>(i)] =
             out || (own.row0 > 0 && x.r < own.row0 + R + 1) || (r1 < H && x.r >= r1 - R - 2) ||
             (own.col0 > 0 && x.c < own.col0 + R + 1) || (c1 < W && x.c >= c1 - R - 2);

@@ -29,6 +29,10 @@ struct LakeView {
     std::function<bool(int64_t r, int64_t c)> reaches_out;
 };
 
+// Residue x with the lakes at its plaquette's corners (section 3.1: at most two, ascending);
+// reaches_out: one of them may reach past the own window.
+ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, bool& reaches_out);
+
 // `owned`: this rank's residues (plaquettes whose top-left pixel it owns), sorted by id.
 // Returns every cut that may cross this rank's edges, sorted by (id_a, id_b); stats are global.
 // `radius`: the largest L1 distance between two residues joined by one cut.

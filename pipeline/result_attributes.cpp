@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera {
@@ -28,6 +29,8 @@ std::vector<Attribute> result_attributes(const UnwrapOptions& opt, const std::st
         {"coherence", opt.coherence},
         {"mask", opt.mask},
         {"band", int64_t{opt.band}},
+        {"coherence_band", int64_t{opt.coherence.empty() ? 0 : std::max(1, opt.coherence_band)}},  // 0: none
+        {"mask_band", int64_t{opt.mask.empty() ? 0 : std::max(1, opt.mask_band)}},
         {"rows", rep.rows},
         {"cols", rep.cols},
         {"tile_size", opt.tile_size},

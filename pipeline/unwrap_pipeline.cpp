@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -27,6 +26,7 @@
 #include "io/output_path.h"
 #include "io/output_set.h"
 #include "io/phase_source.h"
+#include "io/png_writer.h"
 #include "io/result_sink.h"
 #include "io/raster_reader.h"
 #include "backend/backend.h"
@@ -320,16 +320,19 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
     const PhaseSource* in = given;
     RankGrid grid;
     agree(comm, [&] {
+        const int coh_band = opt.coherence.empty() ? 1 : auxiliary_band(opt.coherence, opt.coherence_band, "--coherence-band");
+        const int mask_band = opt.mask.empty() ? 1 : auxiliary_band(opt.mask, opt.mask_band, "--mask-band");
         if (!in) {
-            owned = gdal_phase_source(opt.input, opt.band, opt.coherence, opt.mask, static_cast<float>(opt.min_coherence));
+            owned = gdal_phase_source(opt.input, opt.band, opt.coherence, opt.mask, static_cast<float>(opt.min_coherence),
+                                      coh_band, mask_band);
             in = owned.get();
         }
         const RasterInfo& info = in->info();
         if (info.rows < 2 || info.cols < 2)
             throw InputError(opt.input, "image is " + std::to_string(info.cols) + "x" + std::to_string(info.rows) +
                                             " (cols x rows); at least 2x2 is needed");
-        if (!opt.coherence.empty()) check_same_size(opt.coherence, RasterReader(opt.coherence, 1).info(), info);
-        if (!opt.mask.empty()) check_same_size(opt.mask, RasterReader(opt.mask, 1).info(), info);
+        if (!opt.coherence.empty()) check_same_size(opt.coherence, RasterReader(opt.coherence, coh_band).info(), info);
+        if (!opt.mask.empty()) check_same_size(opt.mask, RasterReader(opt.mask, mask_band).info(), info);
         if (opt.reference && (opt.reference->first < 0 || opt.reference->first >= info.rows ||
                               opt.reference->second < 0 || opt.reference->second >= info.cols))
             throw InputError(opt.input, "reference pixel (" + std::to_string(opt.reference->first) + ", " +
@@ -346,12 +349,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         std::vector<std::string> outs{opt.output, opt.quicklook};
         for (const auto& [path, band] : geotiff_outputs(opt)) outs.push_back(path);
         check_outputs(outs, {opt.input, opt.coherence, opt.mask}, opt.overwrite);
-        if (!opt.quicklook.empty()) {  // a PNG: a name that says otherwise is refused (after the checks above)
-            std::string ext = std::filesystem::path(opt.quicklook).extension().string();
-            for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-            if (ext != ".png")
-                throw InputError(opt.quicklook, "--quicklook writes a PNG: name it *.png");
-        }
+        if (!opt.quicklook.empty()) check_png_name(opt.quicklook, "--quicklook");  // after the checks above
         grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
     });
     select_rank_device(comm, opt.backend, opt.device, opt.share_gpus);

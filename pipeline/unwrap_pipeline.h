@@ -26,6 +26,9 @@ struct UnwrapOptions {
     std::string dolphin;                   // PREFIX of dolphin's PREFIX.unw.tif, PREFIX.unw.conncomp.tif; empty = none
     bool overviews = false;                // internal overviews in every GeoTIFF written
     int band = 1;
+    // Bands of the coherence and mask rasters; 0: the raster's only band (several: refused,
+    // io/raster_reader.h auxiliary_band).
+    int coherence_band = 0, mask_band = 0;
     int64_t tile_size = 512;
     int64_t max_pair_distance = 16;  // --cut-radius
     std::optional<std::pair<int64_t, int64_t>> reference;

@@ -19,6 +19,7 @@ namespace tessera {
 namespace {
 
 using testing::random_residues;
+using testing::with_lakes;
 
 struct Oracle {
     std::vector<Cut> cuts;
@@ -93,28 +94,6 @@ Oracle serial_oracle(const std::vector<ClusterResidue>& res, int64_t H, int64_t 
         if (cl[v] == v && cl[v] != cl[ground]) o.cluster_charge.push_back(charge[v]);
     std::sort(o.cuts.begin(), o.cuts.end(), cut_order);
     return o;
-}
-
-// Random residues; some touch one of a few lakes (one of them grounded), a few touch two.
-std::vector<ClusterResidue> with_lakes(const std::vector<Residue>& res, uint32_t seed, int lake_pct) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int> pct(0, 99), which(0, 3);
-    const int64_t lakes[4] = {kGroundedLake, 1000, 5000, 123456};
-    std::vector<ClusterResidue> out;
-    for (const Residue& x : res) {
-        ClusterResidue y;
-        y.res = x;
-        if (pct(rng) < lake_pct) {
-            y.lake[0] = lakes[which(rng)];
-            if (pct(rng) < 15) {
-                y.lake[1] = lakes[which(rng)];
-                if (y.lake[1] == y.lake[0]) y.lake[1] = kNoLake;
-                else if (y.lake[1] < y.lake[0]) std::swap(y.lake[0], y.lake[1]);
-            }
-        }
-        out.push_back(y);
-    }
-    return out;
 }
 
 struct Case {

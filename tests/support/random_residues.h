@@ -1,4 +1,4 @@
-// Random residue sets for the matching tests (CPU and GPU alike), sorted by id.
+// Random residue sets (and lakes) for the matching tests (CPU and GPU alike), sorted by id.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cut_clusters.h"
 #include "kernels/residue.h"
 
 namespace tessera::testing {
@@ -37,6 +38,45 @@ inline std::vector<Residue> random_residues(int64_t H, int64_t W, int count, uin
     }
     std::sort(res.begin(), res.end(), [](const Residue& a, const Residue& b) { return a.id < b.id; });
     return res;
+}
+
+// Random residues; some touch one of a few lakes (one of them grounded), a few touch two.
+inline std::vector<ClusterResidue> with_lakes(const std::vector<Residue>& res, uint32_t seed, int lake_pct) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> pct(0, 99), which(0, 3);
+    const int64_t lakes[4] = {kGroundedLake, 1000, 5000, 123456};
+    std::vector<ClusterResidue> out;
+    for (const Residue& x : res) {
+        ClusterResidue y;
+        y.res = x;
+        if (pct(rng) < lake_pct) {
+            y.lake[0] = lakes[which(rng)];
+            if (pct(rng) < 15) {
+                y.lake[1] = lakes[which(rng)];
+                if (y.lake[1] == y.lake[0]) y.lake[1] = kNoLake;
+                else if (y.lake[1] < y.lake[0]) std::swap(y.lake[0], y.lake[1]);
+            }
+        }
+        out.push_back(y);
+    }
+    return out;
+}
+
+// Many lakes: each residue touches one of `lakes` ids (a few grounded) with probability pct.
+inline std::vector<ClusterResidue> with_many_lakes(const std::vector<Residue>& res, uint32_t seed, int pct, int lakes) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> roll(0, 99), which(0, lakes - 1);
+    std::vector<ClusterResidue> out;
+    for (const Residue& x : res) {
+        ClusterResidue y;
+        y.res = x;
+        if (roll(rng) < pct) {
+            const int l = which(rng);
+            y.lake[0] = l % 17 == 0 ? kGroundedLake : 7 * l + 3;
+        }
+        out.push_back(y);
+    }
+    return out;
 }
 
 }  // namespace tessera::testing

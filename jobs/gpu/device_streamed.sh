@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# On the GPU host, from an unpacked bundle (issue 16): streamed runs of the CUDA backend.
+# 1. Bit identity: cuda in one piece, cuda in chunks (--gpu-memory-limit smaller than the
+#    scene), 2 ranks sharing the GPU in chunks, all against the CPU backend in one piece.
+# 2. End to end through GDAL and HDF5 (holes with coherence): in one piece against streamed,
+#    seconds and Gpx/s, per stage.
+#   bash jobs/gpu/device_streamed.sh BUNDLE_DIR "16384 32768" [MOSAIC_ROWSxCOLS]
+set -u
+b=$1 sizes=${2:-"16384"} mosaic=${3:-}
+. "$b/env.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=$(nproc)
+d=$(mktemp -d -p /tmp)
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+pass=0 fail=0
+same() {
+  if h5_same "$2" "$3" unwrapped_phase connected_components cycles >/dev/null; then pass=$((pass+1)); echo "$1: identical"
+  else fail=$((fail+1)); echo "$1: DIFFERS"; fi
+}
+tessera synth --case holes --size 4096x4096 --seed 11 "$d" >/dev/null
+c="-q --save-cycles --tile-size 256 --coherence $d/holes_coherence.tif --min-coherence 0.3 --reference 2000 1000 $d/holes_wrapped.tif --overwrite"
+tessera unwrap --backend cpu $c "$d/cpu.h5"
+tessera unwrap --backend cuda $c "$d/gpu.h5"
+tessera unwrap --backend cuda --gpu-memory-limit 128M $c "$d/gpu_chunks.h5"
+tessera unwrap --backend cuda --chunk-rows 256 $c "$d/gpu_rows.h5"
+mpirun --oversubscribe -np 2 tessera unwrap --backend cuda --share-gpus --gpu-memory-limit 96M $c "$d/gpu2.h5"
+for o in gpu gpu_chunks gpu_rows gpu2; do same "4096² holes cpu vs $o" "$d/cpu.h5" "$d/$o.h5"; done
+tessera plan "$d/holes_wrapped.tif" --backend cuda --gpu-memory-limit 128M --tile-size 256 | grep layout
+echo "bit identity: $pass passed, $fail failed"
+rm -f "$d"/*.h5
+for n in $sizes; do
+  t0=$SECONDS; tessera synth --overwrite --case holes --size ${n}x${n} --seed 2 "$d" >/dev/null; echo "synth $n: $((SECONDS - t0)) s"
+  in="--coherence $d/holes_coherence.tif --min-coherence 0.3 $d/holes_wrapped.tif"
+  for mode in "in-one-piece" "--gpu-memory-limit 4G" "--gpu-memory-limit 1G"; do
+    extra=$mode; [ "$mode" = in-one-piece ] && extra=
+    tessera unwrap --backend cuda --tile-size 1024 $extra $in "$d/out.h5" --overwrite 2>&1 |
+      grep -E "chunk|^tessera: [a-z_]+ +[0-9]|Mpixel" | tr -s ' ' | tr '\n' ';'
+    echo " <- $n $mode"
+  done
+  rm -f "$d"/*.tif "$d"/out.h5
+done
+if [ -n "$mosaic" ]; then
+  R=${mosaic%x*} C=${mosaic#*x}; br=$((R / 8)) bc=$((C / 8))
+  tessera synth --overwrite --case topo --size ${br}x${bc} --seed 3 "$d" >/dev/null
+  # Eight copies side by side and eight rows of them: a VRT of sources placed by hand.
+  {
+    echo "<VRTDataset rasterXSize=\"$C\" rasterYSize=\"$R\"><VRTRasterBand dataType=\"Float32\" band=\"1\">"
+    for i in 0 1 2 3 4 5 6 7; do for j in 0 1 2 3 4 5 6 7; do
+      echo "<SimpleSource><SourceFilename relativeToVRT=\"1\">topo_wrapped.tif</SourceFilename><SourceBand>1</SourceBand><SrcRect xOff=\"0\" yOff=\"0\" xSize=\"$bc\" ySize=\"$br\"/><DstRect xOff=\"$((j * bc))\" yOff=\"$((i * br))\" xSize=\"$bc\" ySize=\"$br\"/></SimpleSource>"
+    done; done
+    echo "</VRTRasterBand></VRTDataset>"
+  } > "$d/mosaic.vrt"
+  tessera plan "$d/mosaic.vrt" --backend cuda
+  t0=$(date +%s.%N)
+  tessera unwrap --backend cuda --tile-size 1024 "$d/mosaic.vrt" "$d/out.h5" 2>&1 |
+    grep -E "chunk|^tessera: [a-z_]+ +[0-9]|Mpixel|error" | tr -s ' ' | tr '\n' ';'
+  echo " wall $(echo "$(date +%s.%N) - $t0" | bc) s"
+  echo " <- mosaic $mosaic"
+fi
+rm -rf "$d"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,209 @@
+// The rule's rounds on the device (kernels/cut_rounds.h): large rounds as one kernel a step
+// over the round's lists; once few nodes are open (the serial tail: a few clusters each taking
+// one neighbour a round, thousands of rounds) one block runs round after round in one launch,
+// __syncthreads between the steps, so launches stop costing a round.
+#include <cub/device/device_radix_sort.cuh>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/cut_rounds.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/kernels.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kBlockThreads = 1024;
+// Rounds with at most kBlockFrom active nodes go to the one-block kernel, which keeps them
+// until more than kBlockUpTo are active.
+constexpr int32_t kBlockFrom = 32768, kBlockUpTo = 131072;
+constexpr int kWideBatch = 4;
+
+enum Step { kSearch, kPick, kJump, kSettle, kReopen, kMerge, kRelabel, kWake };
+constexpr int kSteps = 8;
+__constant__ const Step kRoundSteps[kSteps] = {kSearch, kPick, kJump, kSettle, kReopen, kMerge, kRelabel, kWake};
+constexpr Step kHostSteps[kSteps] = {kSearch, kPick, kJump, kSettle, kReopen, kMerge, kRelabel, kWake};
+
+__device__ __forceinline__ void step(const RoundState& s, Step which, int32_t i) {
+    switch (which) {
+        case kSearch: s.search(i); break;
+        case kPick: s.pick(i); break;
+        case kJump: s.jump(i); break;
+        case kSettle: s.settle(i); break;
+        case kReopen: s.reopen(i); break;
+        case kMerge: s.merge(i); break;
+        case kRelabel: s.relabel(i); break;
+        case kWake: s.wake(i); break;
+    }
+}
+
+__device__ __forceinline__ int32_t step_count(const RoundState& s, Step which) {
+    const RoundCounts* c = s.counts;
+    if (which == kSearch || which == kRelabel) return hd::load(&c->active);
+    if (which == kWake) return hd::load(&c->reopened);
+    return hd::load(&c->open);
+}
+
+__global__ void step_kernel(RoundState s, Step which) {
+    const int32_t n = step_count(s, which);
+    for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) step(s, which, i);
+}
+
+__global__ void finish_kernel(RoundState s) {
+    if (hd::load(&s.counts->open) > 0) s.finish_round();  // none open: no round was run
+}
+
+// Rounds in one block while at most max_active nodes are active and some cluster is open.
+__global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int32_t max_active) {
+    for (;;) {
+        const int32_t active = hd::load(&s.counts->active), open = hd::load(&s.counts->open);
+        __syncthreads();  // every thread has read the counts before thread 0 changes them
+        if (open == 0 || active > max_active || hd::load(&s.counts->broken)) return;
+        for (int k = 0; k < kSteps; ++k) {
+            const Step which = kRoundSteps[k];
+            const int32_t n = step_count(s, which);
+            for (int32_t i = threadIdx.x; i < n; i += blockDim.x) step(s, which, i);
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) s.finish_round();
+        __syncthreads();
+    }
+}
+
+__global__ void init_kernel(RoundState s, const int32_t* sign) {
+    const int32_t N = s.n + s.L + 1;
+    for (int32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < N; v += gridDim.x * blockDim.x) {
+        s.label[v] = s.tail[v] = s.link[v] = v;
+        s.charge[v] = v < s.n ? sign[v] : 0;
+        s.target[v] = -1, s.next_member[v] = -1, s.old_tail[v] = -1;
+        s.key[v] = RankKeys::kNone, s.best[v] = RankKeys::kNone;
+        s.stamp[v] = v < s.n ? 1 : 0, s.reopen_stamp[v] = 0;
+        if (v < s.n) {
+            s.cursor[v] = RingCursor{};
+            s.active[1][v] = s.open[1][v] = v;  // round 1's lists
+        } else if (v < s.n + s.L) {
+            s.lake_cursor[v - s.n] = s.adj_start[v - s.n];
+        }
+    }
+}
+
+int grid_for(int64_t n) {
+    return static_cast<int>(std::min<int64_t>(std::max<int64_t>((n + kThreads - 1) / kThreads, 1), 132 * 16));
+}
+
+template <class T>
+StreamBuffer<T> upload(const T* src, size_t n, cudaStream_t s) {
+    StreamBuffer<T> d(n, s, "cut rounds: cudaMallocAsync");
+    if (n) check(cudaMemcpyAsync(d.get(), src, n * sizeof(T), cudaMemcpyHostToDevice, s), "cut rounds: upload");
+    return d;
+}
+
+double ms_since(std::chrono::steady_clock::time_point& t) {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - t).count();
+    t = now;
+    return ms;
+}
+
+}  // namespace
+
+void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts& counts, RoundTimes& times,
+                cudaStream_t s) {
+    codes.clear();
+    counts = RoundCounts{};
+    times = RoundTimes{};
+    if (in.n == 0) return;
+    auto t = std::chrono::steady_clock::now();
+    const size_t n = static_cast<size_t>(in.n), N = n + static_cast<size_t>(in.L) + 1;
+    auto rr = upload(in.rr, n, s), rc = upload(in.rc, n, s), sign = upload(in.sign, n, s);
+    auto lake_node = upload(in.lake_node, 2 * n, s);
+    auto adj_start = upload(in.adj_start, static_cast<size_t>(in.L) + 1, s);
+    auto adj = upload(in.adj, static_cast<size_t>(in.n_adj), s);
+    auto bits = upload(in.bits, static_cast<size_t>(in.n_words), s);
+    auto word_rank = upload(in.word_rank, static_cast<size_t>(in.n_words), s);
+    auto first = upload(in.first, static_cast<size_t>(in.n_first), s);
+    StreamBuffer<int32_t> i32(N * 14 + static_cast<size_t>(in.L) + 1, s, "cut rounds: node arrays");
+    StreamBuffer<uint64_t> u64(N * 3, s, "cut rounds: keys");
+    StreamBuffer<RingCursor> cursor(n, s, "cut rounds: cursors");
+    StreamBuffer<RoundCounts> dcounts(1, s, "cut rounds: counts");
+
+    RoundState st;
+    st.n = in.n, st.L = in.L, st.G = in.n + in.L, st.H = in.H, st.W = in.W, st.radius = in.radius, st.keys = in.keys;
+    st.rr = rr.get(), st.rc = rc.get(), st.lake_node = lake_node.get(), st.adj_start = adj_start.get(), st.adj = adj.get();
+    st.occ = PlaquetteBits{bits.get(), word_rank.get(), first.get(), in.r0, in.c0, in.rows, in.cols};
+    int32_t* p = i32.get();
+    for (int32_t** a : {&st.label, &st.charge, &st.target, &st.next_member, &st.tail, &st.old_tail, &st.link,
+                        &st.stamp, &st.reopen_stamp, &st.active[0], &st.active[1], &st.open[0], &st.open[1],
+                        &st.reopened})
+        *a = p, p += N;
+    st.lake_cursor = p;
+    st.key = u64.get(), st.best = u64.get() + N, st.cuts = u64.get() + 2 * N;
+    st.cursor = cursor.get();
+    st.counts = dcounts.get();
+    counts.active = counts.open = in.n;
+    check(cudaMemcpyAsync(dcounts.get(), &counts, sizeof counts, cudaMemcpyHostToDevice, s), "cut rounds: counts");
+    init_kernel<<<grid_for(static_cast<int64_t>(N)), kThreads, 0, s>>>(st, sign.get());
+    check(cudaGetLastError(), "cut rounds: init");
+    check(cudaStreamSynchronize(s), "cut rounds: setup");
+    times.upload = ms_since(t);
+
+    const bool trace = std::getenv("TESSERA_TRACE") != nullptr;
+    int trace_lines = 0;
+    for (;;) {
+        if (counts.open == 0) break;
+        const bool block = counts.active <= kBlockFrom;
+        if (block) {
+            block_rounds<<<1, kBlockThreads, 0, s>>>(st, kBlockUpTo);
+            ++times.block_launches;
+        } else {
+            // A few rounds between looks at the counts: the steps read their counts on the
+            // device (grid-stride loops, sized by the last counts seen), a round after the
+            // last one does nothing.
+            for (int r = 0; r < kWideBatch; ++r) {
+                for (const Step which : kHostSteps) {
+                    const int32_t m = which == kSearch || which == kRelabel ? counts.active : counts.open;
+                    step_kernel<<<grid_for(m), kThreads, 0, s>>>(st, which);
+                }
+                finish_kernel<<<1, 1, 0, s>>>(st);
+            }
+        }
+        check(cudaGetLastError(), "cut rounds: rounds");
+        const int32_t round_before = counts.round;
+        check(cudaMemcpyAsync(&counts, dcounts.get(), sizeof counts, cudaMemcpyDeviceToHost, s), "cut rounds: counts");
+        check(cudaStreamSynchronize(s), "cut rounds: rounds");
+        const double ms = ms_since(t);
+        (block ? times.block : times.wide) += ms;
+        if (block) times.block_rounds += counts.round - round_before;
+        if (trace && ++trace_lines <= 200)
+            std::fprintf(stderr, "tessera: device rule %s to round %d: %d active, %d open, %d cuts, %.2f ms\n",
+                         block ? "one block" : "wide", counts.round, counts.active, counts.open, counts.cuts, ms);
+        if (counts.broken)
+            throw std::runtime_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken in round " +
+                                     std::to_string(counts.round));
+    }
+    times.rounds = counts.round - 1;
+    times.wide_rounds = times.rounds - times.block_rounds;
+    times.searched = counts.searched;
+
+    const int32_t m = counts.cuts;
+    StreamBuffer<uint64_t> sorted(static_cast<size_t>(m), s, "cut rounds: sorted cuts");
+    size_t temp_bytes = 0;
+    check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, st.cuts, sorted.get(), m, 0, 64, s), "cut rounds: sort");
+    StreamBuffer<char> temp(temp_bytes, s, "cut rounds: sort space");
+    check(cub::DeviceRadixSort::SortKeys(temp.get(), temp_bytes, st.cuts, sorted.get(), m, 0, 64, s), "cut rounds: sort");
+    check(cudaStreamSynchronize(s), "cut rounds: sort");
+    times.sort = ms_since(t);
+    codes.resize(static_cast<size_t>(m));
+    if (m) check(cudaMemcpyAsync(codes.data(), sorted.get(), codes.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost, s),
+                 "cut rounds: download");
+    check(cudaStreamSynchronize(s), "cut rounds: download");
+    times.download = ms_since(t);
+}
+
+}  // namespace tessera::cuda

@@ -1,0 +1,108 @@
+#include "kernels/cut_rounds_input.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace tessera {
+
+bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, RoundInput& in) {
+    std::vector<int64_t> lake_ids;
+    for (const ClusterResidue& x : res)
+        for (int64_t l : x.lake)
+            if (l >= 0) lake_ids.push_back(l);
+    std::sort(lake_ids.begin(), lake_ids.end());
+    lake_ids.erase(std::unique(lake_ids.begin(), lake_ids.end()), lake_ids.end());
+    const int64_t n = static_cast<int64_t>(res.size()), L = static_cast<int64_t>(lake_ids.size());
+    if (n + L + 2 >= std::numeric_limits<int32_t>::max()) return false;
+    int64_t w_max = 0;
+    for (const ClusterResidue& x : res) w_max = std::max(w_max, ground_choice(x.res.r, x.res.c, H, W).weight);
+    RankKeys keys;
+    if (!RankKeys::fit(n, L, w_max, keys)) return false;
+
+    in = RoundInput{};
+    in.n = static_cast<int32_t>(n), in.L = static_cast<int32_t>(L), in.H = H, in.W = W, in.radius = radius;
+    in.keys = keys;
+    in.rr.resize(res.size()), in.rc.resize(res.size()), in.sign.resize(res.size());
+    in.lake_node.assign(2 * res.size(), -1);
+    in.adj_start.assign(static_cast<size_t>(L) + 1, 0);
+    auto node_of = [&](int64_t l) {
+        return l == kGroundedLake ? in.n + in.L
+                                  : in.n + static_cast<int32_t>(std::lower_bound(lake_ids.begin(), lake_ids.end(), l) - lake_ids.begin());
+    };
+    for (size_t i = 0; i < res.size(); ++i) {
+        const ClusterResidue& x = res[i];
+        in.rr[i] = x.res.r, in.rc[i] = x.res.c, in.sign[i] = x.res.sign;
+        for (int s = 0; s < 2; ++s) {
+            const int64_t l = x.lake[s];
+            if (l == kNoLake || (s == 1 && l == x.lake[0])) continue;
+            in.lake_node[2 * i + static_cast<size_t>(s)] = node_of(l);
+            if (l >= 0) ++in.adj_start[static_cast<size_t>(node_of(l) - in.n) + 1];
+        }
+    }
+    for (size_t k = 1; k < in.adj_start.size(); ++k) in.adj_start[k] += in.adj_start[k - 1];
+    in.adj.resize(static_cast<size_t>(in.adj_start.back()));
+    std::vector<int32_t> fill(in.adj_start.begin(), in.adj_start.end() - 1);
+    for (size_t i = 0; i < res.size(); ++i)  // ascending residue within each lake
+        for (int s = 0; s < 2; ++s) {
+            const int32_t ln = in.lake_node[2 * i + static_cast<size_t>(s)];
+            if (ln >= 0 && ln < in.n + in.L) in.adj[static_cast<size_t>(fill[static_cast<size_t>(ln - in.n)]++)] = static_cast<int32_t>(i);
+        }
+    in.occupied = PlaquetteBitmap(res, H, W);
+    return true;
+}
+
+void cuts_from_codes(std::span<const ClusterResidue> res, std::span<const uint64_t> codes, int64_t H, int64_t W,
+                     std::vector<Cut>& out) {
+    const size_t first = out.size();
+    out.resize(first + codes.size());
+    const int64_t m = static_cast<int64_t>(codes.size());
+#pragma omp parallel for schedule(static, 4096) if (m >= 65536)
+    for (int64_t k = 0; k < m; ++k) {
+        const uint64_t c = codes[static_cast<size_t>(k)];
+        const Residue& a = res[static_cast<size_t>(c >> 32)].res;
+        const uint32_t b = static_cast<uint32_t>(c);
+        out[first + static_cast<size_t>(k)] =
+            b == 0xffffffffu ? make_ground_cut(a, H, W) : make_pair_cut(a, res[b].res);
+    }
+}
+
+void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts) {
+    const size_t N = static_cast<size_t>(in.nodes());
+    std::vector<int32_t> label(N), charge(N, 0), target(N, -1), lake_cursor(in.adj_start.begin(), in.adj_start.end() - 1);
+    std::vector<int32_t> next_member(N, -1), tail(N), old_tail(N, -1), link(N), stamp(N, 0), reopen_stamp(N, 0);
+    std::vector<int32_t> active0(N), active1(N), open0(N), open1(N), reopened(N);
+    std::vector<uint64_t> key(N, RankKeys::kNone), best(N, RankKeys::kNone), cuts(N);
+    std::vector<RingCursor> cursor(static_cast<size_t>(in.n));
+    for (size_t v = 0; v < N; ++v) label[v] = tail[v] = link[v] = static_cast<int32_t>(v);
+    for (int32_t v = 0; v < in.n; ++v) charge[v] = in.sign[v], stamp[v] = 1, active0[v] = open0[v] = v;
+    counts = RoundCounts{};
+    counts.active = counts.open = in.n;
+    RoundState s;
+    s.n = in.n, s.L = in.L, s.G = in.n + in.L, s.H = in.H, s.W = in.W, s.radius = in.radius;
+    s.rr = in.rr.data(), s.rc = in.rc.data(), s.lake_node = in.lake_node.data();
+    s.adj_start = in.adj_start.data(), s.adj = in.adj.data(), s.occ = in.occupied.view(), s.keys = in.keys;
+    s.label = label.data(), s.charge = charge.data(), s.key = key.data(), s.target = target.data();
+    s.cursor = cursor.data(), s.lake_cursor = lake_cursor.data(), s.next_member = next_member.data();
+    s.tail = tail.data(), s.old_tail = old_tail.data(), s.best = best.data(), s.link = link.data();
+    s.stamp = stamp.data(), s.reopen_stamp = reopen_stamp.data();
+    s.active[1] = active0.data(), s.active[0] = active1.data(), s.open[1] = open0.data(), s.open[0] = open1.data();  // round 1's: [1]
+    s.reopened = reopened.data(), s.cuts = cuts.data(), s.counts = &counts;
+    while (counts.open > 0) {
+        for (int32_t i = 0; i < counts.active; ++i) s.search(i);
+        for (int32_t i = 0; i < counts.open; ++i) s.pick(i);
+        for (int32_t i = 0; i < counts.open; ++i) s.jump(i);
+        for (int32_t i = 0; i < counts.open; ++i) s.settle(i);
+        for (int32_t i = 0; i < counts.open; ++i) s.reopen(i);
+        for (int32_t i = 0; i < counts.open; ++i) s.merge(i);
+        for (int32_t i = 0; i < counts.active; ++i) s.relabel(i);
+        for (int32_t i = 0, e = counts.reopened; i < e; ++i) s.wake(i);
+        s.finish_round();
+        if (counts.broken) throw std::logic_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken");
+    }
+    codes.assign(cuts.begin(), cuts.begin() + counts.cuts);
+    std::sort(codes.begin(), codes.end());
+}
+
+}  // namespace tessera

@@ -1,0 +1,37 @@
+// The flat input of the rule's data-parallel rounds (kernels/cut_rounds.h), made on the host
+// from one closed set of residues, and the cuts made back from the rounds' sorted cut codes.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/cut_clusters.h"
+#include "kernels/cut_rounds.h"
+#include "kernels/plaquette_bitmap.h"
+
+namespace tessera {
+
+struct RoundInput {
+    int32_t n = 0, L = 0;
+    int64_t H = 0, W = 0, radius = 0;
+    std::vector<int32_t> rr, rc, sign;
+    std::vector<int32_t> lake_node;       // 2 per residue: n + lake index, n + L (grounded), -1
+    std::vector<int32_t> adj_start, adj;  // each lake's residues, ascending
+    PlaquetteBitmap occupied;
+    RankKeys keys;
+    int32_t nodes() const { return n + L + 1; }
+};
+
+// `res` as cut_clusters takes it. False (and nothing made) when the dense-rank keys would not
+// fit in 64 bits or the nodes in int32: the caller keeps the host rule.
+bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, RoundInput& in);
+
+// The cuts of sorted cut codes (cut_code), appended to `out` in cut_order.
+void cuts_from_codes(std::span<const ClusterResidue> res, std::span<const uint64_t> codes, int64_t H, int64_t W,
+                     std::vector<Cut>& out);
+
+// The rounds as a serial loop over each step's index range (tests: the device's steps on the
+// host). Cut codes sorted.
+void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts);
+
+}  // namespace tessera

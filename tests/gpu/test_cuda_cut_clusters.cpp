@@ -1,0 +1,76 @@
+// Section 3's rule on the device (kernels/cuda/cut_rule.h) against the host rule
+// (kernels/cut_clusters.h, checked against the plain oracle in tests/partition/test_matching.cpp):
+// the same cuts, bit for bit and in the same order, and the same counts, on random residue
+// sets with lakes and on the synthetic scenes' residues.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "app/synth.h"
+#include "kernels/cuda/cut_rule.h"
+#include "kernels/cut_clusters.h"
+#include "support/gpu_skip.h"
+#include "support/random_residues.h"
+#include "support/scene_clusters.h"
+
+namespace tessera {
+namespace {
+
+using testing::random_residues;
+
+void expect_device_equals_host(const std::vector<ClusterResidue>& res, int64_t H, int64_t W, int64_t R,
+                               const std::string& what) {
+    std::vector<Cut> expect;
+    ClusterStats hs;
+    cut_clusters(res, H, W, R, expect, hs);
+    std::vector<Cut> got;
+    ClusterStats ds;
+    ASSERT_TRUE(cuda::cut_clusters_on_device(res, H, W, R, got, ds)) << what;
+    ASSERT_EQ(got.size(), expect.size()) << what << " R " << R;
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expect[i]) << what << " cut " << i << " R " << R;
+    EXPECT_EQ(ds.pairs, hs.pairs) << what;
+    EXPECT_EQ(ds.ground_cuts, hs.ground_cuts) << what;
+    EXPECT_EQ(ds.lake_joins, hs.lake_joins) << what;
+}
+
+TEST(CudaCutClusters, RandomSetsWithLakesEqualTheHostRule) {
+    SKIP_WITHOUT_GPU();
+    struct Case {
+        int64_t H, W;
+        int count;
+        uint32_t seed;
+        bool clustered;
+        int lake_pct;
+    };
+    for (const Case cs : {Case{40, 50, 60, 1, false, 0}, Case{64, 64, 300, 2, true, 0}, Case{64, 64, 300, 3, true, 20},
+                          Case{200, 180, 3000, 4, true, 10}, Case{300, 300, 500, 5, false, 30},
+                          Case{128, 128, 4000, 6, true, 5}, Case{1000, 1200, 200000, 7, true, 10},
+                          Case{2000, 2000, 60000, 8, false, 3}}) {
+        const auto res =
+            testing::with_lakes(random_residues(cs.H, cs.W, cs.count, cs.seed, cs.clustered), cs.seed + 100, cs.lake_pct);
+        for (int64_t R : {int64_t{1}, int64_t{4}, int64_t{16}, int64_t{40}})
+            expect_device_equals_host(res, cs.H, cs.W, R, "random seed " + std::to_string(cs.seed));
+    }
+    for (uint32_t seed : {11u, 12u, 13u}) {
+        const auto res = testing::with_many_lakes(random_residues(400, 500, 40000, seed, true), seed + 7, 15, 300);
+        for (int64_t R : {int64_t{2}, int64_t{16}}) expect_device_equals_host(res, 400, 500, R, "many lakes");
+    }
+}
+
+TEST(CudaCutClusters, SceneResiduesEqualTheHostRule) {
+    SKIP_WITHOUT_GPU();
+    int with_residues = 0;
+    for (const std::string& name : synth_case_names()) {
+        const SynthScene s = make_scene(name, 1024, 1024, 3);
+        const auto res = testing::scene_cluster_residues(s);
+        if (res.empty()) continue;  // a smooth scene
+        ++with_residues;
+        for (int64_t R : {int64_t{4}, int64_t{16}}) expect_device_equals_host(res, s.rows, s.cols, R, name);
+    }
+    EXPECT_GE(with_residues, 3);
+}
+
+}  // namespace
+}  // namespace tessera

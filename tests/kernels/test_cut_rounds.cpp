@@ -1,0 +1,87 @@
+// The rule's data-parallel rounds (kernels/cut_rounds.h, the CUDA backend's form) run as a
+// serial loop on the host against the host rule (kernels/cut_clusters.h, itself checked against
+// the plain oracle in tests/partition/test_matching.cpp): the same cuts in the same order.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/cut_clusters.h"
+#include "kernels/cut_rounds_input.h"
+#include "app/synth.h"
+#include "support/random_residues.h"
+#include "support/scene_clusters.h"
+
+namespace tessera {
+namespace {
+
+using testing::random_residues;
+using testing::with_lakes;
+using testing::with_many_lakes;
+
+void expect_same_as_host(const std::vector<ClusterResidue>& res, int64_t H, int64_t W, int64_t R) {
+    std::vector<Cut> expect;
+    ClusterStats st;
+    cut_clusters(res, H, W, R, expect, st);
+    RoundInput in;
+    ASSERT_TRUE(make_round_input(res, H, W, R, in));
+    std::vector<uint64_t> codes;
+    RoundCounts counts;
+    run_rounds_serial(in, codes, counts);
+    std::vector<Cut> got;
+    cuts_from_codes(res, codes, H, W, got);
+    ASSERT_EQ(got.size(), expect.size()) << "R " << R;
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expect[i]) << "cut " << i << " R " << R;
+    EXPECT_EQ(counts.ground_cuts, st.ground_cuts);
+    EXPECT_EQ(counts.cuts - counts.ground_cuts, st.pairs);
+    EXPECT_EQ(counts.lake_joins, st.lake_joins);
+}
+
+TEST(CutRoundsSerial, SameCutsAsTheHostRule) {
+    struct Case {
+        int64_t H, W;
+        int count;
+        uint32_t seed;
+        bool clustered;
+        int lake_pct;
+    };
+    for (const Case cs : {Case{40, 50, 60, 1, false, 0}, Case{64, 64, 300, 2, true, 0}, Case{64, 64, 300, 3, true, 20},
+                          Case{200, 180, 3000, 4, true, 10}, Case{300, 300, 500, 5, false, 30},
+                          Case{128, 128, 4000, 6, true, 5}}) {
+        const auto res = with_lakes(random_residues(cs.H, cs.W, cs.count, cs.seed, cs.clustered), cs.seed + 100, cs.lake_pct);
+        for (int64_t R : {int64_t{1}, int64_t{4}, int64_t{16}, int64_t{40}}) expect_same_as_host(res, cs.H, cs.W, R);
+    }
+}
+
+TEST(CutRoundsSerial, SameCutsWithManyLakesAndDenseFields) {
+    for (uint32_t seed : {11u, 12u, 13u}) {
+        const auto res = with_many_lakes(random_residues(400, 500, 40000, seed, true), seed + 7, 15, 300);
+        for (int64_t R : {int64_t{2}, int64_t{16}}) expect_same_as_host(res, 400, 500, R);
+    }
+}
+
+TEST(CutRoundsSerial, SameCutsOnTheSceneResidues) {
+    int with_residues = 0;
+    for (const std::string& name : synth_case_names()) {
+        const SynthScene s = make_scene(name, 512, 512, 3);
+        const auto res = testing::scene_cluster_residues(s);
+        if (res.empty()) continue;  // a smooth scene
+        ++with_residues;
+        SCOPED_TRACE(name);
+        expect_same_as_host(res, s.rows, s.cols, 16);
+    }
+    EXPECT_GE(with_residues, 3);
+}
+
+TEST(CutRoundsSerial, KeyLayoutFitsOrRefuses) {
+    RankKeys k;
+    EXPECT_FALSE(RankKeys::fit(int64_t{1} << 20, int64_t{1} << 20, int64_t{1} << 30, k));  // 20 + 22 + 31 bits
+    EXPECT_TRUE(RankKeys::fit(int64_t{1} << 20, int64_t{1} << 20, 8192, k));
+    EXPECT_EQ(k.w(k.pack(8192, 5, 7)), 8192);
+    EXPECT_EQ(k.lo(k.pack(8192, 5, 7)), 5);
+    EXPECT_EQ(k.hi(k.pack(8192, 5, 7)), 7);
+}
+
+}  // namespace
+}  // namespace tessera
