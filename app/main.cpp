@@ -20,6 +20,7 @@
 #include "io/output_path.h"
 #include "io/output_set.h"
 #include "kernels/invariant.h"
+#include "partition/mpi_process.h"
 #include "app/background_command.h"
 #include "app/batch.h"
 #include "app/clahe_command.h"
@@ -139,13 +140,7 @@ void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& 
 }  // namespace
 
 int main(int argc, char** argv) {
-    // Run without a launcher: a lone Open MPI process needs no daemon and no network
-    // transports; skipping them saves 0.2-0.3 s of start-up. The user's settings win.
-    if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK")) {
-        setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
-        setenv("OMPI_MCA_pml", "ob1", 0);
-        setenv("OMPI_MCA_btl", "self", 0);
-    }
+    tessera::prefer_lone_process_transports();
     MPI_Init(&argc, &argv);
     // SIGINT / SIGTERM / SIGHUP remove this process's temporaries and end it (after MPI_Init,
     // so that these handlers are the ones in place).

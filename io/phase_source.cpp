@@ -154,9 +154,12 @@ class MemoryPhaseSource final : public PhaseSource {
 public:
     explicit MemoryPhaseSource(MemoryInput in) : in_(std::move(in)) {
         in_.info.rows = in_.H, in_.info.cols = in_.W;
-        in_.info.is_complex = !in_.ifg.empty();
-        in_.info.data_type = in_.ifg.empty() ? "Float32" : "CFloat32";
+        in_.info.is_complex = !in_.ifg.empty() || !in_.ifg64.empty();
+        in_.info.data_type = !in_.ifg.empty() ? "CFloat32" : !in_.ifg64.empty() ? "CFloat64" : !in_.phase64.empty() ? "Float64" : "Float32";
         in_.info.band_count = 1;
+        in_.info.nodata = in_.nodata;
+        nodata_finite_ = in_.nodata && std::isfinite(*in_.nodata);
+        nodata_ = nodata_finite_ ? *in_.nodata : 0.0;
     }
     const RasterInfo& info() const override { return in_.info; }
     const std::string& name() const override { return in_.name; }
@@ -167,18 +170,9 @@ public:
 #pragma omp parallel for schedule(static)
         for (int64_t r = w.row0; r < w.row0 + w.rows; ++r)
             for (int64_t c = w.col0; c < w.col0 + w.cols; ++c) {
-                const size_t s = static_cast<size_t>(r * in_.W + c);
                 const int64_t p = a.index(r, c);
                 float ph = 0.0f;
-                bool ok;
-                if (!in_.ifg.empty()) {  // as RasterReader::read_phase reads a CFloat32 band
-                    const float re = in_.ifg[s].real(), im = in_.ifg[s].imag();
-                    ok = std::isfinite(re) && std::isfinite(im) && !(re == 0.0f && im == 0.0f);
-                    if (ok) ph = std::atan2(im, re);
-                } else {
-                    ph = in_.phase[s];
-                    ok = std::isfinite(ph);
-                }
+                const bool ok = read(static_cast<size_t>(r * in_.W + c), ph);
                 a.phase[p] = ok ? ph : 0.0f;
                 valid[static_cast<size_t>(p)] = ok;
             }
@@ -198,7 +192,32 @@ public:
     }
 
 private:
+    // Pixel s's phase and whether it is valid, as RasterReader::read_phase reads a band of the
+    // array's type: float32 compared with nodata in float, float64 in double then narrowed,
+    // complex64 as atan2f, complex128 as atan2 in double then narrowed.
+    bool read(size_t s, float& ph) const {
+        if (!in_.ifg.empty() || !in_.ifg64.empty()) {
+            const bool wide = !in_.ifg64.empty();
+            const double re = wide ? in_.ifg64[s].real() : in_.ifg[s].real();
+            const double im = wide ? in_.ifg64[s].imag() : in_.ifg[s].imag();
+            if (!std::isfinite(re) || !std::isfinite(im) || (re == 0.0 && im == 0.0) || (nodata_finite_ && re == nodata_))
+                return false;
+            ph = wide ? static_cast<float>(std::atan2(im, re)) : std::atan2(static_cast<float>(im), static_cast<float>(re));
+            return true;
+        }
+        if (!in_.phase64.empty()) {
+            const double v = in_.phase64[s];
+            if (!std::isfinite(v) || (nodata_finite_ && v == nodata_)) return false;
+            ph = static_cast<float>(v);
+            return true;
+        }
+        ph = in_.phase[s];
+        return std::isfinite(ph) && !(nodata_finite_ && ph == static_cast<float>(nodata_));
+    }
+
     MemoryInput in_;
+    bool nodata_finite_ = false;  // a NaN/Inf nodata is covered by the NaN/Inf rule
+    double nodata_ = 0.0;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -48,13 +49,18 @@ std::unique_ptr<PhaseSource> with_coherence_and_mask(std::unique_ptr<PhaseSource
                                                      const std::string& mask, float min_coherence,
                                                      int coherence_band = 1, int mask_band = 1);
 
-// Arrays in memory, row-major H x W: a wrapped phase (float32, NaN/Inf invalid) or a complex
-// interferogram (phase = atan2f(im, re) as the GDAL source computes it; 0 or non-finite
-// invalid); optional coherence and mask (nonzero = valid). They must outlive the source.
+// Arrays in memory, row-major H x W, exactly one of: a wrapped phase (float32 or float64,
+// NaN/Inf or `nodata` invalid) or a complex interferogram (complex64 or complex128; phase =
+// arg, 0 or non-finite or a real part equal to `nodata` invalid), each read as the GDAL source
+// reads a band of that type; optional coherence and mask (nonzero = valid). They must outlive
+// the source.
 struct MemoryInput {
     int64_t H = 0, W = 0;
     std::span<const float> phase;
+    std::span<const double> phase64;
     std::span<const std::complex<float>> ifg;
+    std::span<const std::complex<double>> ifg64;
+    std::optional<double> nodata;  // the phase's nodata value, as a raster band's
     std::span<const float> coherence;
     std::span<const uint8_t> mask;
     float min_coherence = 0.0f;

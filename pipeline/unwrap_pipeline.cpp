@@ -194,9 +194,11 @@ int64_t check_read(Comm& comm, const UnwrapOptions& opt, const ReadTally& t, con
     }
     agree(comm, [&] {
         if (lo <= hi) check_phase_range(opt.input, lo, hi, valid, j);
-        if (!opt.coherence.empty() && coh_lo <= coh_hi && (coh_lo < 0.0 || coh_hi > 1.0 + 1e-4))
-            throw InputError(opt.coherence, "values in [" + fmt(coh_lo) + ", " + fmt(coh_hi) +
-                                                "]: not a coherence (expected values in [0, 1])");
+        // Coherence folded in (a raster, or an array in memory): a magnitude in [0, 1].
+        if (coh_lo <= coh_hi && (coh_lo < 0.0 || coh_hi > 1.0 + 1e-4))
+            throw InputError(opt.coherence.empty() ? std::string("coherence") : opt.coherence,
+                             "values in [" + fmt(coh_lo) + ", " + fmt(coh_hi) +
+                                 "]: not a coherence (expected values in [0, 1])");
         if (valid == 0) throw InputError(opt.input, "no valid pixels (all nodata or masked)");
         if (t.ref_unreliable)
             throw InputError(opt.input, "reference pixel is invalid (nodata, masked or below --min-coherence)");
@@ -297,9 +299,10 @@ std::vector<std::pair<std::string, GeoTiffBand>> geotiff_outputs(const UnwrapOpt
     return out;
 }
 
-UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) { return run_unwrap(opt, nullptr, mpi_comm); }
+namespace {
 
-UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_Comm mpi_comm) {
+// The run: into the files of `opt`, or into `memory` when given (no file written or checked).
+UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResult* memory, MPI_Comm mpi_comm) {
     using clock = std::chrono::steady_clock;
     const auto t_start = clock::now();
     Comm comm(mpi_comm);
@@ -346,10 +349,12 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
                                  " is outside [0, 1] (coherence is a magnitude between 0 and 1)");
         // Outputs: never an input, never two of them one file, only regular files, existing
         // ones only with --overwrite (section 7).
-        std::vector<std::string> outs{opt.output, opt.quicklook};
-        for (const auto& [path, band] : geotiff_outputs(opt)) outs.push_back(path);
-        check_outputs(outs, {opt.input, opt.coherence, opt.mask}, opt.overwrite);
-        if (!opt.quicklook.empty()) check_png_name(opt.quicklook, "--quicklook");  // after the checks above
+        if (!memory) {
+            std::vector<std::string> outs{opt.output, opt.quicklook};
+            for (const auto& [path, band] : geotiff_outputs(opt)) outs.push_back(path);
+            check_outputs(outs, {opt.input, opt.coherence, opt.mask}, opt.overwrite);
+            if (!opt.quicklook.empty()) check_png_name(opt.quicklook, "--quicklook");  // after the checks above
+        }
         grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
     });
     select_rank_device(comm, opt.backend, opt.device, opt.share_gpus);
@@ -380,7 +385,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         q.output_bytes_per_pixel = 4 + 1 + (opt.save_cycles ? 4 : 0);
         q.chunk_rows = opt.chunk_rows;
         plan = make_plan(q, opt.input);
-        check_output_space(opt, H * W);
+        if (!memory) check_output_space(opt, H * W);
     });
     // The plan before any work, for runs long enough to watch (a bad small input stays one line).
     if (!plan.in_core() || H * W >= (int64_t{1} << 26)) progress.begin(describe_plan(opt, plan, H, W, ops.name));
@@ -389,12 +394,17 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
     OutputSet outputs(opt.overwrite);
     CollectOutputs collect(outputs);
     std::unique_ptr<Hdf5Writer> out;
-    agree(comm, [&] { out = std::make_unique<Hdf5Writer>(opt.output, mpi_comm, H, W); });
+    if (!memory) agree(comm, [&] { out = std::make_unique<Hdf5Writer>(opt.output, mpi_comm, H, W); });
+    TESSERA_INVARIANT(!memory || (memory->H == H && memory->W == W && memory->u.size() == static_cast<size_t>(H * W) &&
+                                  memory->label.size() == static_cast<size_t>(H * W)),
+                      "memory result arrays are not the phase's size");
     rep.rows = H;
     rep.cols = W;
     GeoRef geo{info.has_geotransform, info.geotransform, info.projection_wkt};
     geo.overviews = opt.overviews;
-    const QuicklookGrid qg = opt.quicklook.empty() ? QuicklookGrid{} : quicklook_grid(H, W, 1024);
+    const bool quicklook = !memory && !opt.quicklook.empty();
+    const auto geotiffs = memory ? std::vector<std::pair<std::string, GeoTiffBand>>{} : geotiff_outputs(opt);
+    const QuicklookGrid qg = quicklook ? quicklook_grid(H, W, 1024) : QuicklookGrid{};
     std::vector<QuicklookCell> cells;  // this rank's quicklook records (app/quicklook.h)
     std::vector<std::unique_ptr<ResultSink>> sinks;
     UnwrapParams params{opt.max_pair_distance, opt.min_component_size, opt.reference, opt.backend, true};
@@ -438,20 +448,25 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         add_region_stats(rep, st);
         const std::vector<Attribute> attrs = finish_report(rep, st, comm, opt, info, grid);
         // Every sink takes the same window of the result (io/result_sink.h).
-        sinks.push_back(hdf5_result_sink(*out, opt.compress_phase));
-        for (const auto& [path, band] : geotiff_outputs(opt))
-            sinks.push_back(geotiff_result_sink(path, H, W, geo, comm, band));
+        if (memory)
+            sinks.push_back(memory_result_sink(*memory));
+        else
+            sinks.push_back(hdf5_result_sink(*out, opt.compress_phase));
+        for (const auto& [path, band] : geotiffs) sinks.push_back(geotiff_result_sink(path, H, W, geo, comm, band));
         const ResultParts parts(a, own, st.label_bytes, opt, res);
         for (auto& sink : sinks) {  // the HDF5 first, complete and closed, then the GeoTIFF
             sink->write(parts.window);
             sink->finish(attrs);
         }
-        if (!opt.quicklook.empty()) cells = quicklook_cells(parts.window.u, parts.window.label, own, buf.cols, qg, st.label_bytes);
+        if (quicklook) cells = quicklook_cells(parts.window.u, parts.window.label, own, buf.cols, qg, st.label_bytes);
     } else {
         // Chunks (section 5.1): each read three times; the checks of what the inputs claim to be
         // after the first pass; each chunk's result written as it is applied.
-        sinks.push_back(hdf5_windows_sink(*out, opt.compress_phase));
-        for (const auto& [path, band] : geotiff_outputs(opt))
+        if (memory)
+            sinks.push_back(memory_result_sink(*memory));  // takes any window, as often as it comes
+        else
+            sinks.push_back(hdf5_windows_sink(*out, opt.compress_phase));
+        for (const auto& [path, band] : geotiffs)
             sinks.push_back(geotiff_from_hdf5_sink(*out, path, H, W, geo, comm, band));
         ReadTally tally;
         bool first_pass = true;
@@ -482,7 +497,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
             if (cw.rows > 0 && opt.reference) subtract_reference(a.phase, a, cw, u_ref);
             const ResultParts parts(a, cw, label_bytes, opt, res);
             sinks[0]->write(parts.window);
-            if (!opt.quicklook.empty() && cw.rows > 0) {
+            if (quicklook && cw.rows > 0) {
                 auto c = quicklook_cells(parts.window.u, parts.window.label, cw, a.buf.cols, qg, label_bytes);
                 cells.insert(cells.end(), c.begin(), c.end());
             }
@@ -520,7 +535,7 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
         for (auto& s : sinks) s->finish(attrs);  // the HDF5 complete and closed, then the GeoTIFF from it
     }
 
-    if (!opt.quicklook.empty()) {
+    if (quicklook) {
         // Each rank reduces its window to quicklook cells; rank 0 draws them.
         const auto parts = comm.gatherv(cells, 0);
         std::string err;
@@ -548,6 +563,18 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* given, MPI_
     stage_done("write");
     rep.total_seconds = comm.max(std::chrono::duration<double>(clock::now() - t_start).count());
     return rep;
+}
+
+}  // namespace
+
+UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) { return run(opt, nullptr, nullptr, mpi_comm); }
+
+UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* source, MPI_Comm mpi_comm) {
+    return run(opt, source, nullptr, mpi_comm);
+}
+
+UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource& source, MemoryResult& result, MPI_Comm mpi_comm) {
+    return run(opt, &source, &result, mpi_comm);
 }
 
 }  // namespace tessera

@@ -13,7 +13,8 @@
 #include "pipeline/unwrap_region.h"
 
 namespace tessera {
-class PhaseSource;  // io/phase_source.h
+class PhaseSource;    // io/phase_source.h
+struct MemoryResult;  // io/result_sink.h
 }
 
 namespace tessera {
@@ -80,5 +81,9 @@ UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm comm);
 // The same with the phase, coherence and mask from `source` (io/phase_source.h) instead of
 // opt.input, opt.coherence and opt.mask (opt.input still names it in the result's attributes).
 UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource* source, MPI_Comm comm);
+// The same into `result` (H x W arrays the caller owns) instead of files: opt.output,
+// opt.geotiff and opt.quicklook are ignored, nothing is written or checked on disk (the
+// library's callers: python/). opt.input names the phase in errors.
+UnwrapReport run_unwrap(const UnwrapOptions& opt, const PhaseSource& source, MemoryResult& result, MPI_Comm comm);
 
 }  // namespace tessera

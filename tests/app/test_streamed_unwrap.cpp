@@ -84,7 +84,7 @@ TEST(StreamedUnwrap, ChunksGiveTheInCoreBitsWithinTheMemoryLimit) {
     };
     const Measured whole = run_measured(common + outs("whole"));
     ASSERT_EQ(whole.exit_code, 0);
-    const int64_t limits[] = {int64_t{128} << 20, int64_t{176} << 20};
+    const int64_t limits[] = {int64_t{160} << 20, int64_t{200} << 20};
     for (const int64_t limit : limits) {
         const std::string tag = "lim" + std::to_string(limit >> 20);
         // The layout this limit gives: chunks, not one piece (the plan command says what the run does).

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <complex>
 #include <cstring>
+#include <filesystem>
 #include <numbers>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "io/gdal_session.h"
 #include "io/geotiff_writer.h"
 #include "io/phase_source.h"
+#include "io/result_sink.h"
 #include "pipeline/unwrap_pipeline.h"
 #include "support/cli.h"
 
@@ -23,11 +26,13 @@ namespace tessera {
 namespace {
 
 template <class T>
-void write_raster(const std::string& path, int64_t H, int64_t W, GDALDataType type, const T* data) {
+void write_raster(const std::string& path, int64_t H, int64_t W, GDALDataType type, const T* data,
+                  std::optional<double> nodata = std::nullopt) {
     register_gdal_once();
     GDALDriver* drv = GetGDALDriverManager()->GetDriverByName("GTiff");
     GDALDataset* ds = drv->Create(path.c_str(), static_cast<int>(W), static_cast<int>(H), 1, type, nullptr);
     ASSERT_NE(ds, nullptr);
+    if (nodata) ds->GetRasterBand(1)->SetNoDataValue(*nodata);
     ASSERT_EQ(ds->GetRasterBand(1)->RasterIO(GF_Write, 0, 0, static_cast<int>(W), static_cast<int>(H),
                                              const_cast<T*>(data), static_cast<int>(W), static_cast<int>(H), type, 0, 0),
               CE_None);
@@ -101,6 +106,48 @@ TEST_F(PhaseSources, MemoryFoldsAsGdalBitForBit) {
         }
 }
 
+// Float64 and complex128 arrays, with a nodata value, fold as GDAL bands of those types do
+// (the Python module's float64/complex128 input): wide, then narrowed, nodata compared wide.
+TEST_F(PhaseSources, WideTypesAndNodataFoldAsGdalBitForBit) {
+    const size_t n = static_cast<size_t>(H * W);
+    const double nodata = -9999.0;
+    std::vector<double> phase64(n);
+    std::vector<std::complex<double>> ifg64(n);
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<double> u(-3.14159, 3.14159), m(1e-30, 2.0);
+    for (size_t i = 0; i < n; ++i) {
+        phase64[i] = i % 31 == 4 ? nodata : i % 37 == 1 ? std::nan("") : u(rng);
+        // Tiny magnitudes (a complex64 would flush them) and the nodata real part.
+        ifg64[i] = i % 29 == 3 ? std::complex<double>(nodata, 1.0) : std::polar(i % 7 == 0 ? 1e-42 : m(rng), u(rng));
+    }
+    write_raster(dir / "phase64.tif", H, W, GDT_Float64, phase64.data(), nodata);
+    write_raster(dir / "ifg64.tif", H, W, GDT_CFloat64, ifg64.data(), nodata);
+    for (bool complex : {false, true}) {
+        const auto gdal = gdal_phase_source(dir / (complex ? "ifg64.tif" : "phase64.tif"), 1, "", dir / "mask.tif", 0.0f);
+        MemoryInput mi;
+        mi.H = H, mi.W = W, mi.nodata = nodata, mi.mask = mask;
+        if (complex) mi.ifg64 = ifg64; else mi.phase64 = phase64;
+        const auto mem = memory_phase_source(mi);
+        EXPECT_EQ(mem->info().data_type, complex ? "CFloat64" : "Float64");
+        const Window w{0, 0, H, W};
+        const Filled a = fill(*gdal, w), b = fill(*mem, w);
+        EXPECT_EQ(std::memcmp(a.phase.data(), b.phase.data(), a.phase.size() * 4), 0) << complex;
+        EXPECT_EQ(a.flags, b.flags) << complex;
+        int invalid = 0;
+        for (size_t i = 0; i < n; ++i) invalid += (b.flags[i] & kInvalid) != 0;
+        EXPECT_GT(invalid, static_cast<int>(n / 31));  // nodata, NaN, mask 0
+        // Independently of GDAL: the nodata pixels are invalid, the others hold the narrowed value.
+        for (size_t i = 0; i < n; ++i) {
+            const bool nd = complex ? ifg64[i].real() == nodata : phase64[i] == nodata;
+            if (nd) {
+                ASSERT_TRUE(b.flags[i] & kInvalid) << i;
+            } else if (!(b.flags[i] & kInvalid)) {
+                ASSERT_EQ(b.phase[i], complex ? static_cast<float>(std::arg(ifg64[i])) : static_cast<float>(phase64[i])) << i;
+            }
+        }
+    }
+}
+
 // The unwrapper from arrays in memory writes the file it writes from the rasters.
 TEST_F(PhaseSources, UnwrapFromMemoryIsTheFilesResult) {
     const SynthScene s = make_scene("holes", 120, 110, 3);
@@ -120,6 +167,14 @@ TEST_F(PhaseSources, UnwrapFromMemoryIsTheFilesResult) {
     m.coherence.clear();
     m.output = dir / "from_memory.h5";
     run_unwrap(m, mem.get(), MPI_COMM_SELF);
+    // And into arrays in memory (io/result_sink.h), writing no file.
+    std::vector<float> mu(static_cast<size_t>(s.rows * s.cols));
+    std::vector<uint32_t> ml(mu.size());
+    MemoryResult into{s.rows, s.cols, mu, ml, {}, {}};
+    UnwrapOptions a = m;
+    a.output = dir / "never_written.h5";
+    run_unwrap(a, *mem, into, MPI_COMM_SELF);
+    EXPECT_FALSE(std::filesystem::exists(a.output));
     using testing::read_dataset;
     const auto u1 = read_dataset<float>(o.output, "unwrapped_phase"), u2 = read_dataset<float>(m.output, "unwrapped_phase");
     ASSERT_EQ(u1.size(), u2.size());
@@ -127,6 +182,8 @@ TEST_F(PhaseSources, UnwrapFromMemoryIsTheFilesResult) {
     EXPECT_EQ(read_dataset<int32_t>(o.output, "cycles"), read_dataset<int32_t>(m.output, "cycles"));
     EXPECT_EQ(read_dataset<uint32_t>(o.output, "connected_components"),
               read_dataset<uint32_t>(m.output, "connected_components"));
+    EXPECT_EQ(std::memcmp(u1.data(), mu.data(), u1.size() * 4), 0);
+    EXPECT_EQ(read_dataset<uint32_t>(o.output, "connected_components"), ml);
 }
 
 }  // namespace

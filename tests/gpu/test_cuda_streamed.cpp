@@ -1,0 +1,47 @@
+// Streamed runs on the CUDA backend (issue 16, docs/ARCHITECTURE.md section 5.1): with a
+// --gpu-memory-limit smaller than the scene's window, the run goes in chunks and every dataset
+// is the CPU backend's in one piece, bit for bit; so is a chunked run of 2 ranks sharing the GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "support/cli.h"
+#include "support/gpu_skip.h"
+
+namespace tessera {
+namespace {
+
+using testing::read_dataset;
+using testing::run_tessera;
+
+template <class T>
+bool same_bits(const std::string& a, const std::string& b, const std::string& name) {
+    const auto x = read_dataset<T>(a, name), y = read_dataset<T>(b, name);
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
+}
+
+TEST(CudaStreamed, GpuMemoryLimitGivesTheCpuBits) {
+    SKIP_WITHOUT_GPU();
+    testing::TempDir dir("cuda_streamed");
+    ASSERT_EQ(run_tessera("synth --case holes --size 2048x1800 --seed 13 " + dir.path().string()).exit_code, 0);
+    const std::string c = " --save-cycles --tile-size 128 --coherence " + (dir / "holes_coherence.tif") +
+                          " --min-coherence 0.3 " + (dir / "holes_wrapped.tif") + " ";
+    ASSERT_EQ(run_tessera("unwrap -q --backend cpu" + c + (dir / "cpu.h5")).exit_code, 0);
+    // 2048 x 1800 x 24 B = 88 MB on the device in one piece: 32 MiB takes it in chunks.
+    const auto plan = run_tessera("plan --backend cuda --tile-size 128 --gpu-memory-limit 32M " + (dir / "holes_wrapped.tif"));
+    EXPECT_NE(plan.out.find("chunks of"), std::string::npos) << plan.out;
+    const auto one = run_tessera("unwrap -q --backend cuda --gpu-memory-limit 32M" + c + (dir / "gpu.h5"));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const auto two = run_tessera("unwrap -q --backend cuda --share-gpus --gpu-memory-limit 24M" + c + (dir / "gpu2.h5"),
+                                 "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 ");
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    for (const char* o : {"gpu.h5", "gpu2.h5"}) {
+        EXPECT_TRUE(same_bits<float>(dir / "cpu.h5", dir / o, "unwrapped_phase")) << o;
+        EXPECT_TRUE(same_bits<uint32_t>(dir / "cpu.h5", dir / o, "connected_components")) << o;
+        EXPECT_TRUE(same_bits<int32_t>(dir / "cpu.h5", dir / o, "cycles")) << o;
+    }
+}
+
+}  // namespace
+}  // namespace tessera
