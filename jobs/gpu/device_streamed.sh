@@ -53,7 +53,7 @@ if [ -n "$mosaic" ]; then
   t0=$(date +%s.%N)
   tessera unwrap --backend cuda --tile-size 1024 "$d/mosaic.vrt" "$d/out.h5" 2>&1 |
     grep -E "chunk|^tessera: [a-z_]+ +[0-9]|Mpixel|error" | tr -s ' ' | tr '\n' ';'
-  echo " wall $(echo "$(date +%s.%N) - $t0" | bc) s"
+  echo " wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
   echo " <- mosaic $mosaic"
 fi
 rm -rf "$d"

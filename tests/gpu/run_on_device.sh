@@ -27,6 +27,7 @@ mkdir -p "$logs"
 # shellcheck disable=SC1091
 . "$bundle/env.sh"
 bin=$bundle/bin/tessera_gpu_tests
+export TESSERA_EXE=$bundle/bin/tessera  # tests that run the program (tests/support/cli.h)
 [ -x "$bin" ] || { echo "run_on_device: $bin missing" >&2; exit 2; }
 
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
