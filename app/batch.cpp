@@ -106,7 +106,7 @@ std::string lanes_unsupported(const UnwrapOptions& base, const FrameBatchOptions
         {!frames.hologram_reference.empty(), "--hologram-reference"},
         {!base.coherence.empty(), "--coherence"},
         {!base.mask.empty(), "--mask"},
-        {!base.geotiff.empty(), "--geotiff"},
+        {!geotiff_outputs(base).empty(), "--geotiff, --conncomp-geotiff, --dolphin"},
         {!base.quicklook.empty(), "--quicklook"},
         {base.save_cycles, "--save-cycles"},
         {base.save_residues, "--save-residues"},
@@ -368,9 +368,9 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
         int64_t bad = -1;
         std::string msg;
         try {
-            if (!base.geotiff.empty() && N > 1)
-                throw InputError::everywhere(base.geotiff + ": --geotiff names one file; it cannot be used with " +
-                                             std::to_string(N) + " inputs");
+            if (const auto tifs = geotiff_outputs(base); !tifs.empty() && N > 1)
+                throw InputError::everywhere(tifs[0].first + ": --geotiff, --conncomp-geotiff and --dolphin name "
+                                             "one result; they cannot be used with " + std::to_string(N) + " inputs");
             // Every frame its own picture: one name would be written by the first frame and refused
             // (or replaced) by the next.
             if (!base.quicklook.empty() && N > 1 && !is_partner_template(base.quicklook))
@@ -382,7 +382,7 @@ int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions
                 // ones only with --overwrite (section 7). A directory still to be created holds none.
                 std::vector<std::string> all_outs = outs, all_ins = inputs;
                 if (dir_mode && !fs::is_directory(out, ec)) all_outs.clear();
-                all_outs.push_back(base.geotiff);
+                for (const auto& [tif, band] : geotiff_outputs(base)) all_outs.push_back(tif);
                 for (const std::string& in : inputs) {
                     all_ins.insert(all_ins.end(), {partner_file(base.coherence, in, "--coherence"),
                                                    partner_file(base.mask, in, "--mask")});

@@ -134,7 +134,7 @@ void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& 
                 static_cast<long long>(r.rank_cols), o.backend == tessera::Backend::kCuda ? "cuda" : "cpu",
                 static_cast<long long>(r.bytes_sent_max));
     std::printf("  %.3f s, %.1f Mpixel/s\n", r.total_seconds, mpx / r.total_seconds);
-    if (!o.geotiff.empty()) std::printf("  GeoTIFF: %s\n", o.geotiff.c_str());
+    for (const auto& [path, band] : tessera::geotiff_outputs(o)) std::printf("  GeoTIFF: %s\n", path.c_str());
 }
 
 }  // namespace
@@ -183,6 +183,12 @@ int main(int argc, char** argv) {
     unwrap->add_option("--quicklook", uo.quicklook,
                        "also write a PNG quicklook: unwrapped phase and components side by side (<= 1024 px)");
     unwrap->add_option("--geotiff", uo.geotiff, "also write the unwrapped phase as a GeoTIFF");
+    unwrap->add_option("--conncomp-geotiff", uo.conncomp_geotiff,
+                       "also write the connected components as a GeoTIFF (uint32, nodata 0)");
+    unwrap->add_option("--dolphin", uo.dolphin,
+                       "PREFIX: also write dolphin's PREFIX.unw.tif (float32, nodata 0) and PREFIX.unw.conncomp.tif "
+                       "(uint16, nodata 65535)");
+    unwrap->add_flag("--overviews", uo.overviews, "build internal overviews in the GeoTIFFs written");
     unwrap->add_flag("--save-cycles", uo.save_cycles, "write /cycles (int32 k)");
     unwrap->add_flag("--save-residues", uo.save_residues, "write /residues (int8 charges)");
     unwrap->add_flag("--save-cuts", uo.save_cuts, "write /branch_cuts (blocked-edge bits)");

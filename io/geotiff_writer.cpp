@@ -62,6 +62,7 @@ struct GeoTiffWriter::Impl {
     std::string path;
     int64_t rows, cols;
     GDALDataType type;
+    bool overviews = false;
     StagedFile staged;
     GDALDatasetUniquePtr ds;
     Impl(const std::string& p, int64_t r, int64_t c, GDALDataType t) : path(p), rows(r), cols(c), type(t), staged(p) {}
@@ -87,6 +88,7 @@ GeoTiffWriter::GeoTiffWriter(const std::string& path, int64_t rows, int64_t cols
                                                         : GDT_UInt16;
     impl_ = std::make_unique<Impl>(path, rows, cols, type);
     Impl& m = *impl_;
+    m.overviews = geo.overviews;
     const std::string tmp = m.staged.tmp();
     QuietGdal quiet;
     GDALDriver* drv = GetGDALDriverManager()->GetDriverByName("GTiff");
@@ -98,7 +100,9 @@ GeoTiffWriter::GeoTiffWriter(const std::string& path, int64_t rows, int64_t cols
     if (geo.compress) {
         opts.SetNameValue("COMPRESS", "DEFLATE");
         opts.SetNameValue("ZLEVEL", "1");
-        if (pixel == Pixel::kByte || pixel == Pixel::kUInt16) opts.SetNameValue("PREDICTOR", "2");
+        // Floating-point predictor for the phase, horizontal differencing for integers (labels,
+        // pictures): both readable by every GDAL since 1.x.
+        opts.SetNameValue("PREDICTOR", pixel == Pixel::kFloat32 ? "3" : "2");
     }
     opts.SetNameValue("BIGTIFF", "IF_SAFER");
     opts.SetNameValue("NUM_THREADS", "ALL_CPUS");
@@ -130,6 +134,15 @@ void GeoTiffWriter::write_rows(int64_t r0, int64_t nr, const void* data) {
 
 void GeoTiffWriter::finish() {
     Impl& m = *impl_;
+    if (!m.ds) throw InputError(m.path, "finish after a failure");
+    if (m.overviews) {
+        // Internal overviews, compressed as the image; labels are picked, not averaged.
+        std::vector<int> f = overview_factors(m.rows, m.cols);
+        QuietGdal quiet;
+        if (!f.empty() && m.ds->BuildOverviews(m.type == GDT_Float32 ? "AVERAGE" : "NEAREST", static_cast<int>(f.size()),
+                                               f.data(), 0, nullptr, nullptr, nullptr) != CE_None)
+            m.ds.reset(), fail(m.path, "cannot build overviews", quiet);
+    }
     {
         QuietGdal quiet;
         m.ds.reset();  // flushes and closes; failures land in `quiet`
@@ -169,6 +182,13 @@ void write_geotiff_u32(const std::string& path, int64_t rows, int64_t cols, cons
     write_single_band(
         path, rows, cols, [&](int64_t r0, int64_t) { return static_cast<const void*>(data + r0 * cols); },
         GeoTiffWriter::Pixel::kUInt32, geo, nodata);
+}
+
+std::vector<int> overview_factors(int64_t rows, int64_t cols) {
+    std::vector<int> f;
+    for (int64_t k = 2, longest = std::max(rows, cols); (longest + k / 2 - 1) / (k / 2) > 256 && k <= (1 << 20); k *= 2)
+        f.push_back(static_cast<int>(k));
+    return f;
 }
 
 std::string epsg_wkt(int code) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tessera {
 
@@ -13,9 +14,14 @@ struct GeoRef {
     std::array<double, 6> geotransform{0, 1, 0, 0, 0, 1};
     std::string projection_wkt;
     bool compress = true;  // DEFLATE; off for inputs that are read back often (benchmarks)
+    bool overviews = false;  // internal overviews 2, 4, ... until the longer side is <= 256 (--overviews)
 };
 
-// Writes a single-band tiled, DEFLATE-compressed GeoTIFF (BIGTIFF=IF_SAFER) to a unique
+// Overview factors of a rows x cols image: 2, 4, ... while the level above is longer than 256.
+std::vector<int> overview_factors(int64_t rows, int64_t cols);
+
+// Writes a single-band GeoTIFF, tiled 256 x 256, DEFLATE-compressed with a predictor (floating-point
+// for float32, horizontal for integers), BIGTIFF=IF_SAFER, to a unique
 // temporary (io/output_set.h) and renames it to path when complete, or leaves it to the
 // active OutputSet (CollectOutputs) to be renamed with the run's other outputs. Throws InputError naming
 // the path when the directory is missing or not writable.
@@ -30,7 +36,7 @@ void write_geotiff_u32(const std::string& path, int64_t rows, int64_t cols, cons
 class GeoTiffWriter {
 public:
     static constexpr int64_t kStripRows = 256;  // one row of tiles: complete tiles are flushed as they come
-    enum class Pixel { kFloat32, kUInt32, kByte, kUInt16 };  // the integer pictures get predictor 2
+    enum class Pixel { kFloat32, kUInt32, kByte, kUInt16 };
     GeoTiffWriter(const std::string& path, int64_t rows, int64_t cols, Pixel pixel, const GeoRef& geo,
                   std::optional<double> nodata);
     ~GeoTiffWriter();

@@ -11,6 +11,7 @@
 #include "io/hdf5_writer.h"
 
 #include <hdf5.h>
+#include <hdf5_hl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -394,6 +395,18 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
         if (!fspace.ok() || !dcpl.ok()) { fail("cannot create property lists"); break; }
         T fill = std::is_floating_point_v<T> ? std::numeric_limits<T>::quiet_NaN() : T(0);
+        // The caller's _FillValue, in the dataset's type (netCDF-4 refuses another type).
+        std::vector<Attribute> rest;
+        bool has_fill_attr = false;
+        for (const auto& a : attrs) {
+            if (a.name != "_FillValue") {
+                rest.push_back(a);
+            } else if (const auto* i = std::get_if<int64_t>(&a.value)) {
+                fill = static_cast<T>(*i), has_fill_attr = true;
+            } else if (const auto* d = std::get_if<double>(&a.value)) {
+                fill = static_cast<T>(*d), has_fill_attr = true;
+            }
+        }
         // A dataset written before (a chunked run's earlier windows, section 5.1): this window
         // into it; it was created, with its attributes, by the first.
         Handle dset;
@@ -421,19 +434,14 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
                        H5Dclose);
             if (!dset.ok()) { fail("cannot create"); break; }
 
-            // Attributes: _FillValue for float datasets (NaN marks pixels never written),
-            // unless the caller gives one; then the caller's.
-            bool has_fill_attr = false;
-            for (const auto& a : attrs) has_fill_attr = has_fill_attr || a.name == "_FillValue";
-            if constexpr (std::is_floating_point_v<T>) {
-                if (!has_fill_attr) {
-                    Handle s(H5Screate(H5S_SCALAR), H5Sclose);
-                    Handle a(H5Acreate2(dset.get(), "_FillValue", type, s.get(), H5P_DEFAULT, H5P_DEFAULT),
-                             H5Aclose);
-                    if (!a.ok() || H5Awrite(a.get(), type, &fill) < 0) { fail("cannot write _FillValue"); break; }
-                }
+            // Attributes: _FillValue in the dataset's type, the caller's or, for float datasets,
+            // NaN (it marks pixels never written).
+            if (has_fill_attr || std::is_floating_point_v<T>) {
+                Handle s(H5Screate(H5S_SCALAR), H5Sclose);
+                Handle a(H5Acreate2(dset.get(), "_FillValue", type, s.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+                if (!a.ok() || H5Awrite(a.get(), type, &fill) < 0) { fail("cannot write _FillValue"); break; }
             }
-            if (std::string e = write_attributes_on(dset.get(), attrs); !e.empty()) {
+            if (std::string e = write_attributes_on(dset.get(), rest); !e.empty()) {
                 local = {FailKind::kRuntime, where + ": " + e};
                 break;
             }
@@ -531,6 +539,90 @@ void Hdf5Writer::write_i8(const std::string& name, const Window& own, const int8
 void Hdf5Writer::write_u8(const std::string& name, const Window& own, const uint8_t* data,
                           int64_t stride, const std::vector<Attribute>& attrs) {
     write_dataset(name, own, data, stride, attrs);
+}
+
+void Hdf5Writer::collective_step(const std::string& what, const std::function<std::string()>& step) {
+    Failure local;
+    if (committed_ || file_ < 0) {
+        local = {FailKind::kLogic, "Hdf5Writer: " + what + " after commit()"};
+    } else if (std::string e = step(); !e.empty()) {
+        local = {FailKind::kRuntime, hdf5_failure("HDF5: " + what + " of '" + tmp_path_ + "': " + e)};
+    }
+    if (Failure f = agree(comm_, local)) {
+        failed_together_ = true;
+        throw_failure(f, path_);
+    }
+    failed_together_ = false;
+}
+
+void Hdf5Writer::write_coordinate(const std::string& name, const std::vector<double>& values,
+                                  const std::vector<Attribute>& attrs) {
+    collective_step("coordinate '" + name + "'", [&]() -> std::string {
+        if (values.empty()) return "no values";
+        hsize_t n = values.size();
+        Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
+        if (!space.ok()) return "cannot make its dataspace";
+        Handle dset(H5Dcreate2(static_cast<hid_t>(file_), name.c_str(), H5T_NATIVE_DOUBLE, space.get(), H5P_DEFAULT,
+                               H5P_DEFAULT, H5P_DEFAULT),
+                    H5Dclose);
+        if (!dset.ok()) return "cannot create";
+        // Rank 0 writes the values; the others take part in the collective write with none.
+        Handle dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+        if (!dxpl.ok() || (!serial_ && H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE) < 0))
+            return "cannot set collective transfer";
+        Handle mspace(H5Screate_simple(1, &n, nullptr), H5Sclose);
+        if (!mspace.ok()) return "cannot make the memory dataspace";
+        if (comm_.rank() != 0 && (H5Sselect_none(mspace.get()) < 0 || H5Sselect_none(space.get()) < 0))
+            return "cannot select nothing";
+        if (H5Dwrite(dset.get(), H5T_NATIVE_DOUBLE, mspace.get(), space.get(), dxpl.get(), values.data()) < 0)
+            return "write failed";
+        if (H5DSset_scale(dset.get(), name.c_str()) < 0) return "cannot make it a dimension scale";
+        return write_attributes_on(dset.get(), attrs);
+    });
+}
+
+void Hdf5Writer::write_scalar_variable(const std::string& name, const std::vector<Attribute>& attrs) {
+    collective_step("variable '" + name + "'", [&]() -> std::string {
+        Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+        // Never written: its value is the fill value, 0.
+        Handle dset(space.ok() ? H5Dcreate2(static_cast<hid_t>(file_), name.c_str(), H5T_NATIVE_INT32, space.get(),
+                                            H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                               : -1,
+                    H5Dclose);
+        if (!dset.ok()) return "cannot create";
+        return write_attributes_on(dset.get(), attrs);
+    });
+}
+
+bool Hdf5Writer::has_dataset(const std::string& name) {
+    htri_t exists = 0;
+    collective_step("look-up of '" + name + "'", [&]() -> std::string {
+        exists = H5Lexists(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT);
+        return exists < 0 ? "cannot look up" : "";
+    });
+    return exists > 0;
+}
+
+void Hdf5Writer::write_dataset_attributes(const std::string& name, const std::vector<Attribute>& attrs) {
+    collective_step("attributes of '" + name + "'", [&]() -> std::string {
+        Handle dset(H5Dopen2(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
+        if (!dset.ok()) return "no such dataset";
+        return write_attributes_on(dset.get(), attrs);
+    });
+}
+
+void Hdf5Writer::attach_dimensions(const std::string& name, const std::vector<std::string>& dims) {
+    collective_step("dimensions of '" + name + "'", [&]() -> std::string {
+        Handle dset(H5Dopen2(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
+        if (!dset.ok()) return "no such dataset";
+        for (size_t i = 0; i < dims.size(); ++i) {
+            Handle scale(H5Dopen2(static_cast<hid_t>(file_), dims[i].c_str(), H5P_DEFAULT), H5Dclose);
+            if (!scale.ok()) return "no coordinate '" + dims[i] + "'";
+            if (H5DSattach_scale(dset.get(), scale.get(), static_cast<unsigned>(i)) < 0)
+                return "cannot attach '" + dims[i] + "'";
+        }
+        return {};
+    });
 }
 
 void Hdf5Writer::write_attributes(const std::vector<Attribute>& attrs) {

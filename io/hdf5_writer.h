@@ -38,7 +38,9 @@ public:
     // Collective: every rank calls each write with the same name, in the same
     // order; `own` is this rank's window (may be empty), `data` row-major with
     // row stride `stride` elements. Datasets are rows x cols, chunked
-    // (<= 512 x 512), shuffle + deflate (set_deflate). `fill` becomes _FillValue.
+    // (<= 512 x 512), shuffle + deflate (set_deflate). A "_FillValue" attribute (int64 or
+    // double) is stored in the dataset's own type (netCDF-4 requires it) and is the dataset's
+    // HDF5 fill value; float datasets without one get NaN.
     void write_f32(const std::string& name, const Window& own, const float* data, int64_t stride,
                    const std::vector<Attribute>& attrs);
     void write_u32(const std::string& name, const Window& own, const uint32_t* data, int64_t stride,
@@ -54,6 +56,20 @@ public:
                   const std::vector<Attribute>& attrs);
     void write_u8(const std::string& name, const Window& own, const uint8_t* data, int64_t stride,
                   const std::vector<Attribute>& attrs);
+
+    // CF/netCDF-4 structure (io/cf_grid.h). Collective, same arguments on every rank.
+    // A 1-D float64 coordinate variable, made an HDF5 dimension scale named `name`.
+    void write_coordinate(const std::string& name, const std::vector<double>& values,
+                          const std::vector<Attribute>& attrs);
+    // A scalar int32 dataset (0) that carries only attributes: a CF grid-mapping variable.
+    void write_scalar_variable(const std::string& name, const std::vector<Attribute>& attrs);
+    // Whether a dataset `name` was written (the same on every rank).
+    bool has_dataset(const std::string& name);
+    // Attributes added to the dataset `name`, written before.
+    void write_dataset_attributes(const std::string& name, const std::vector<Attribute>& attrs);
+    // Attaches the coordinate variables `dims` (one per dimension, written before) to the
+    // dataset `name` as its dimension scales (H5DS: netCDF-4's dimensions).
+    void attach_dimensions(const std::string& name, const std::vector<std::string>& dims);
 
     // A result handed over in windows (a chunked run, docs/ARCHITECTURE.md section 5.1): a
     // write to a dataset that exists writes this window into it (the first write made it, with
@@ -72,9 +88,13 @@ public:
     void commit();
 
     const std::string& path() const { return path_; }
+    int64_t rows() const { return rows_; }
+    int64_t cols() const { return cols_; }
     const std::string& temporary_path() const { return tmp_path_; }
 
 private:
+    // Runs `step` (returns "" or what failed) on every rank and agrees on the verdict.
+    void collective_step(const std::string& what, const std::function<std::string()>& step);
     // src_elem: bytes of data's elements, narrower than T only where writes_own_chunks(own).
     template <typename T>
     void write_dataset(const std::string& name, const Window& own, const T* data, int64_t stride,

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "io/input_error.h"
 #include "kernels/label_width.h"
@@ -37,7 +38,7 @@ public:
     }
     void write(const UnwrapResultWindow& r) override { write_unwrap_datasets(out_, r, compress_); }
     void finish(const std::vector<Attribute>& attrs) override {
-        out_.write_attributes(attrs);
+        finish_unwrap_result(out_, attrs);
         out_.commit();
     }
 
@@ -46,42 +47,74 @@ private:
     int compress_;
 };
 
-// Rank 0 reads /unwrapped_phase of the closed file `h5` strip by strip into `tif`.
-void copy_phase_to_geotiff(const std::string& h5, GeoTiffWriter& tif, int64_t H, int64_t W) {
+// What `band` stores (README "Output"): f(T{}, pixel, nodata, value) with value(u, label) -> T.
+template <typename F>
+void with_band(GeoTiffBand band, F&& f) {
+    using Pixel = GeoTiffWriter::Pixel;
+    switch (band) {
+        case GeoTiffBand::kPhase:
+            return f(float{}, Pixel::kFloat32, std::optional<double>(std::nan("")), [](float u, uint32_t) { return u; });
+        case GeoTiffBand::kComponents:
+            return f(uint32_t{}, Pixel::kUInt32, std::optional<double>(0.0), [](float, uint32_t l) { return l; });
+        case GeoTiffBand::kDolphinPhase:
+            return f(float{}, Pixel::kFloat32, std::optional<double>(0.0),
+                     [](float u, uint32_t) { return std::isnan(u) ? 0.0f : u; });
+        case GeoTiffBand::kDolphinComponents:
+            return f(uint16_t{}, Pixel::kUInt16, std::optional<double>(kDolphinComponentsNodata),
+                     [](float u, uint32_t l) -> uint16_t {
+                         if (std::isnan(u)) return kDolphinComponentsNodata;
+                         return l < kDolphinComponentsNodata ? static_cast<uint16_t>(l) : 0;
+                     });
+    }
+}
+
+// Rank 0 reads /unwrapped_phase and /connected_components of the closed file `h5` strip by strip
+// into `band` of a GeoTIFF at `path`.
+void copy_band_to_geotiff(const std::string& h5, GeoTiffBand band, const std::string& path, int64_t H, int64_t W,
+                          const GeoRef& geo) {
     const hid_t f = H5Fopen(h5.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) throw std::runtime_error("cannot reopen the result " + h5);
-    const hid_t d = H5Dopen2(f, "unwrapped_phase", H5P_DEFAULT);
-    const hid_t fs = d < 0 ? -1 : H5Dget_space(d);
+    const hid_t du = H5Dopen2(f, "unwrapped_phase", H5P_DEFAULT), dl = H5Dopen2(f, "connected_components", H5P_DEFAULT);
+    const hid_t fs = du < 0 || dl < 0 ? -1 : H5Dget_space(du);
     bool ok = fs >= 0;
-    std::vector<float> rows(static_cast<size_t>(GeoTiffWriter::kStripRows * W));
-    for (int64_t r0 = 0; ok && r0 < H; r0 += GeoTiffWriter::kStripRows) {
-        const int64_t nr = std::min(GeoTiffWriter::kStripRows, H - r0);
-        const hsize_t start[2] = {static_cast<hsize_t>(r0), 0}, count[2] = {static_cast<hsize_t>(nr), static_cast<hsize_t>(W)};
-        const hid_t ms = H5Screate_simple(2, count, nullptr);
-        ok = H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, nullptr, count, nullptr) >= 0 &&
-             H5Dread(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, rows.data()) >= 0;
-        H5Sclose(ms);
-        if (ok) tif.write_rows(r0, nr, rows.data());
-    }
+    const size_t strip = static_cast<size_t>(GeoTiffWriter::kStripRows * W);
+    std::vector<float> u(strip);
+    std::vector<uint32_t> label(strip);
+    with_band(band, [&](auto zero, GeoTiffWriter::Pixel pixel, std::optional<double> nodata, auto value) {
+        GeoTiffWriter tif(path, H, W, pixel, geo, nodata);
+        std::vector<decltype(zero)> rows(strip);
+        for (int64_t r0 = 0; ok && r0 < H; r0 += GeoTiffWriter::kStripRows) {
+            const int64_t nr = std::min(GeoTiffWriter::kStripRows, H - r0);
+            const hsize_t start[2] = {static_cast<hsize_t>(r0), 0},
+                          count[2] = {static_cast<hsize_t>(nr), static_cast<hsize_t>(W)};
+            const hid_t ms = H5Screate_simple(2, count, nullptr);
+            ok = H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, nullptr, count, nullptr) >= 0 &&
+                 H5Dread(du, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, u.data()) >= 0 &&
+                 (band == GeoTiffBand::kPhase || H5Dread(dl, H5T_NATIVE_UINT32, ms, fs, H5P_DEFAULT, label.data()) >= 0);
+            H5Sclose(ms);
+            for (int64_t i = 0; ok && i < nr * W; ++i) rows[static_cast<size_t>(i)] = value(u[static_cast<size_t>(i)], label[static_cast<size_t>(i)]);
+            if (ok) tif.write_rows(r0, nr, rows.data());
+        }
+        if (ok) tif.finish();
+    });
     if (fs >= 0) H5Sclose(fs);
-    if (d >= 0) H5Dclose(d);
+    if (du >= 0) H5Dclose(du);
+    if (dl >= 0) H5Dclose(dl);
     H5Fclose(f);
-    if (!ok) throw std::runtime_error("cannot read /unwrapped_phase back from " + h5);
-    tif.finish();
+    if (!ok) throw std::runtime_error("cannot read the result back from " + h5);
 }
 
 class GeoTiffFromHdf5Sink final : public ResultSink {
 public:
     GeoTiffFromHdf5Sink(const Hdf5Writer& out, const std::string& path, int64_t H, int64_t W, const GeoRef& geo,
-                        Comm& comm)
-        : out_(out), path_(path), H_(H), W_(W), geo_(geo), comm_(comm) {}
+                        Comm& comm, GeoTiffBand band)
+        : out_(out), path_(path), H_(H), W_(W), geo_(geo), comm_(comm), band_(band) {}
     void write(const UnwrapResultWindow&) override {}
     void finish(const std::vector<Attribute>&) override {
         std::string err;
         if (comm_.rank() == 0) {
             try {
-                GeoTiffWriter tif(path_, H_, W_, GeoTiffWriter::Pixel::kFloat32, geo_, std::nan(""));
-                copy_phase_to_geotiff(out_.temporary_path(), tif, H_, W_);
+                copy_band_to_geotiff(out_.temporary_path(), band_, path_, H_, W_, geo_);
             } catch (const InputError& e) {
                 err = e.what();
             } catch (const std::exception& e) {
@@ -98,14 +131,48 @@ private:
     int64_t H_, W_;
     GeoRef geo_;
     Comm& comm_;
+    GeoTiffBand band_;
 };
+
+// The ranks' windows of an H x W image of T as one GeoTIFF, written by rank 0 as strips arrive.
+template <typename T>
+void write_band_from_ranks(Comm& comm, const std::string& path, int64_t H, int64_t W, const GeoRef& geo,
+                           const Window& own, const T* data, int64_t stride, GeoTiffWriter::Pixel pixel,
+                           std::optional<double> nodata) {
+    std::unique_ptr<GeoTiffWriter> tif;  // rank 0's, made with the first strip
+    gather_strips_to_root<T>(
+        comm, own, data, stride, H, W, GeoTiffWriter::kStripRows,
+        [&](int64_t r0, int64_t nr, const T* rows) {
+            if (!tif) tif = std::make_unique<GeoTiffWriter>(path, H, W, pixel, geo, nodata);
+            tif->write_rows(r0, nr, rows);
+            if (r0 + nr == H) tif->finish();
+        },
+        path + ": GeoTIFF output failed");
+}
 
 class GeoTiffSink final : public ResultSink {
 public:
-    GeoTiffSink(const std::string& path, int64_t H, int64_t W, const GeoRef& geo, Comm& comm)
-        : path_(path), H_(H), W_(W), geo_(geo), comm_(comm) {}
+    GeoTiffSink(const std::string& path, int64_t H, int64_t W, const GeoRef& geo, Comm& comm, GeoTiffBand band)
+        : path_(path), H_(H), W_(W), geo_(geo), comm_(comm), band_(band) {}
     void write(const UnwrapResultWindow& r) override {
-        write_geotiff_from_ranks(comm_, path_, H_, W_, geo_, r.own, r.u, r.stride);
+        if (band_ == GeoTiffBand::kPhase) {  // as it is, no copy
+            write_band_from_ranks(comm_, path_, H_, W_, geo_, r.own, r.u, r.stride, GeoTiffWriter::Pixel::kFloat32,
+                                  std::nan(""));
+            return;
+        }
+        with_band(band_, [&](auto zero, GeoTiffWriter::Pixel pixel, std::optional<double> nodata, auto value) {
+            // This rank's window as the band holds it, own.rows x own.cols.
+            std::vector<decltype(zero)> v(static_cast<size_t>(std::max<int64_t>(r.own.size(), 0)));
+            with_label_type(r.label_bytes, [&](auto l) {
+                const auto* lab = static_cast<const decltype(l)*>(r.label);
+#pragma omp parallel for schedule(static)
+                for (int64_t i = 0; i < r.own.rows; ++i)
+                    for (int64_t j = 0; j < r.own.cols; ++j)
+                        v[static_cast<size_t>(i * r.own.cols + j)] =
+                            value(r.u[i * r.stride + j], static_cast<uint32_t>(lab[i * r.stride + j]));
+            });
+            write_band_from_ranks(comm_, path_, H_, W_, geo_, r.own, v.data(), r.own.cols, pixel, nodata);
+        });
     }
     void finish(const std::vector<Attribute>&) override {}
 
@@ -114,6 +181,7 @@ private:
     int64_t H_, W_;
     GeoRef geo_;
     Comm& comm_;
+    GeoTiffBand band_;
 };
 
 class MemorySink final : public ResultSink {
@@ -141,15 +209,7 @@ private:
 
 void write_geotiff_from_ranks(Comm& comm, const std::string& path, int64_t H, int64_t W, const GeoRef& geo,
                               const Window& own, const float* data, int64_t stride) {
-    std::unique_ptr<GeoTiffWriter> tif;  // rank 0's, made with the first strip
-    gather_strips_to_root(
-        comm, own, data, stride, H, W, GeoTiffWriter::kStripRows,
-        [&](int64_t r0, int64_t nr, const float* rows) {
-            if (!tif) tif = std::make_unique<GeoTiffWriter>(path, H, W, GeoTiffWriter::Pixel::kFloat32, geo, std::nan(""));
-            tif->write_rows(r0, nr, rows);
-            if (r0 + nr == H) tif->finish();
-        },
-        path + ": GeoTIFF output failed");
+    write_band_from_ranks(comm, path, H, W, geo, own, data, stride, GeoTiffWriter::Pixel::kFloat32, std::nan(""));
 }
 
 std::unique_ptr<ResultSink> hdf5_result_sink(Hdf5Writer& out, int compress_phase) {
@@ -161,13 +221,13 @@ std::unique_ptr<ResultSink> hdf5_windows_sink(Hdf5Writer& out, int compress_phas
 }
 
 std::unique_ptr<ResultSink> geotiff_from_hdf5_sink(const Hdf5Writer& out, const std::string& path, int64_t H,
-                                                   int64_t W, const GeoRef& geo, Comm& comm) {
-    return std::make_unique<GeoTiffFromHdf5Sink>(out, path, H, W, geo, comm);
+                                                   int64_t W, const GeoRef& geo, Comm& comm, GeoTiffBand band) {
+    return std::make_unique<GeoTiffFromHdf5Sink>(out, path, H, W, geo, comm, band);
 }
 
 std::unique_ptr<ResultSink> geotiff_result_sink(const std::string& path, int64_t H, int64_t W, const GeoRef& geo,
-                                                Comm& comm) {
-    return std::make_unique<GeoTiffSink>(path, H, W, geo, comm);
+                                                Comm& comm, GeoTiffBand band) {
+    return std::make_unique<GeoTiffSink>(path, H, W, geo, comm, band);
 }
 
 std::unique_ptr<ResultSink> memory_result_sink(MemoryResult& out) { return std::make_unique<MemorySink>(out); }

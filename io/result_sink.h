@@ -29,6 +29,20 @@ public:
     virtual void finish(const std::vector<Attribute>& root_attributes) = 0;
 };
 
+// What a GeoTIFF of the result holds (README "Output"); every one carries `geo`.
+enum class GeoTiffBand {
+    kPhase,              // float32 u, nodata NaN (--geotiff)
+    kComponents,         // uint32 /connected_components as they are, nodata 0 (--conncomp-geotiff)
+    kDolphinPhase,       // float32 u, 0 where invalid, nodata 0 (--dolphin: PREFIX.unw.tif)
+    kDolphinComponents,  // uint16 label, 65535 (nodata) where u is invalid, 0 for labels past 65534
+                         // (--dolphin: PREFIX.unw.conncomp.tif)
+};
+inline constexpr uint16_t kDolphinComponentsNodata = 65535;
+
+// dolphin's names of the phase and components GeoTIFFs of PREFIX.
+inline std::string dolphin_phase_path(const std::string& prefix) { return prefix + ".unw.tif"; }
+inline std::string dolphin_components_path(const std::string& prefix) { return prefix + ".unw.conncomp.tif"; }
+
 // Every dataset of the result into `out` (io/unwrap_result_writer.h), committed by finish();
 // `out` must outlive it.
 std::unique_ptr<ResultSink> hdf5_result_sink(Hdf5Writer& out, int compress_phase);
@@ -36,16 +50,17 @@ std::unique_ptr<ResultSink> hdf5_result_sink(Hdf5Writer& out, int compress_phase
 // ARCHITECTURE.md section 5.1): write() may be called many times, the same number of times on
 // every rank (empty windows allowed), and writes each window at once.
 std::unique_ptr<ResultSink> hdf5_windows_sink(Hdf5Writer& out, int compress_phase);
-// The unwrapped phase of `out`'s file, once finished, copied by rank 0 into a float32 GeoTIFF
-// at `path` (NaN nodata) in strips: for a result that no rank holds whole. finish() must come
-// after the HDF5 sink's; write() does nothing. Failures agreed on (InputError::everywhere).
+// `band` of `out`'s file, once finished, copied by rank 0 into a GeoTIFF at `path` in strips:
+// for a result that no rank holds whole. finish() must come after the HDF5 sink's; write() does
+// nothing. Failures agreed on (InputError::everywhere).
 std::unique_ptr<ResultSink> geotiff_from_hdf5_sink(const Hdf5Writer& out, const std::string& path, int64_t H,
-                                                   int64_t W, const GeoRef& geo, Comm& comm);
+                                                   int64_t W, const GeoRef& geo, Comm& comm,
+                                                   GeoTiffBand band = GeoTiffBand::kPhase);
 
-// The unwrapped phase as a float32 GeoTIFF at `path` (NaN nodata), H x W, written by rank 0
-// of `comm` from the ranks' windows; failures agreed on (InputError::everywhere).
+// `band` of the result as a GeoTIFF at `path`, H x W, written by rank 0 of `comm` from the
+// ranks' windows; failures agreed on (InputError::everywhere).
 std::unique_ptr<ResultSink> geotiff_result_sink(const std::string& path, int64_t H, int64_t W, const GeoRef& geo,
-                                                Comm& comm);
+                                                Comm& comm, GeoTiffBand band = GeoTiffBand::kPhase);
 
 // The ranks' windows `own` (row stride `stride`) of an H x W float image as one GeoTIFF at
 // `path` (NaN nodata), written by rank 0 as strips arrive (partition/strip_gather.h).

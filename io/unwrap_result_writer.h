@@ -27,8 +27,13 @@ struct UnwrapResultWindow {
 // rows, docs/ARCHITECTURE.md section 5.1), it writes into the datasets the first call made.
 void write_unwrap_datasets(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase);
 
+// Collective: the netCDF-4/CF structure of the datasets written (coordinates as dimension scales,
+// grid mapping, io/cf_grid.h) from the georeferencing the root attributes carry, then the root
+// attributes and Conventions. Once, after the last write_unwrap_datasets.
+void finish_unwrap_result(Hdf5Writer& out, const std::vector<Attribute>& root_attributes);
+
 // Collective over the writer's ranks: every rank passes its window (the same datasets on every
-// rank), then the root attributes. /unwrapped_phase deflated at `compress_phase` (0: none).
+// rank), then the root attributes (finish_unwrap_result). /unwrapped_phase deflated at `compress_phase` (0: none).
 void write_unwrap_result(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase,
                          const std::vector<Attribute>& root_attributes);
 

@@ -7,6 +7,7 @@ packages=(cmake ninja-build g++ make pkg-config python3 zlib1g-dev
           libgdal-dev gdal-bin libhdf5-openmpi-dev hdf5-tools libopenmpi-dev openmpi-bin
           libcli11-dev libgtest-dev libfftw3-dev python3-matplotlib
           pybind11-dev python3-dev python3-numpy python3-h5py python3-gdal python3-mpi4py
+          python3-xarray python3-h5netcdf python3-rioxarray  # the CF/netCDF-4 result read as users read it (tests/io/cf_outputs.sh)
           slurm-wlm munge libpmix-dev)  # slurm-wlm munge libpmix-dev: the slurm test label (mpi_pmix_v4)
 missing=()
 for p in "${packages[@]}"; do

@@ -142,7 +142,7 @@ void check_output_space(const UnwrapOptions& opt, int64_t pixels) {
     const int64_t h5 = pixels * (opt.compress_phase > 0 ? 3 : 4) + pixels * 1 + (opt.save_cycles ? pixels : 0) +
                        (opt.save_residues ? pixels / 4 : 0) + (opt.save_cuts ? pixels / 4 : 0) + (1 << 20);
     std::vector<OutputNeed> needs{{opt.output, h5}};
-    if (!opt.geotiff.empty()) needs.push_back({opt.geotiff, pixels * 4 + (1 << 20)});
+    for (const auto& [path, band] : geotiff_outputs(opt)) needs.push_back({path, pixels * 4 + (1 << 20)});
     if (!opt.quicklook.empty()) needs.push_back({opt.quicklook, 4 << 20});
     check_disk_space(needs);
 }
@@ -286,6 +286,21 @@ struct ResultParts {
     }
 };
 
+}  // namespace
+
+std::vector<std::pair<std::string, GeoTiffBand>> geotiff_outputs(const UnwrapOptions& opt) {
+    std::vector<std::pair<std::string, GeoTiffBand>> out;
+    if (!opt.geotiff.empty()) out.push_back({opt.geotiff, GeoTiffBand::kPhase});
+    if (!opt.conncomp_geotiff.empty()) out.push_back({opt.conncomp_geotiff, GeoTiffBand::kComponents});
+    if (!opt.dolphin.empty()) {
+        out.push_back({dolphin_phase_path(opt.dolphin), GeoTiffBand::kDolphinPhase});
+        out.push_back({dolphin_components_path(opt.dolphin), GeoTiffBand::kDolphinComponents});
+    }
+    return out;
+}
+
+namespace {
+
 // The run: into the files of `opt`, or into `memory` when given (no file written or checked).
 UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResult* memory, MPI_Comm mpi_comm) {
     using clock = std::chrono::steady_clock;
@@ -335,8 +350,9 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         // Outputs: never an input, never two of them one file, only regular files, existing
         // ones only with --overwrite (section 7).
         if (!memory) {
-            check_outputs({opt.output, opt.geotiff, opt.quicklook}, {opt.input, opt.coherence, opt.mask},
-                          opt.overwrite);
+            std::vector<std::string> outs{opt.output, opt.quicklook};
+            for (const auto& [path, band] : geotiff_outputs(opt)) outs.push_back(path);
+            check_outputs(outs, {opt.input, opt.coherence, opt.mask}, opt.overwrite);
             if (!opt.quicklook.empty()) check_png_name(opt.quicklook, "--quicklook");  // after the checks above
         }
         grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
@@ -384,8 +400,10 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                       "memory result arrays are not the phase's size");
     rep.rows = H;
     rep.cols = W;
-    const GeoRef geo{info.has_geotransform, info.geotransform, info.projection_wkt};
-    const bool quicklook = !memory && !opt.quicklook.empty(), geotiff = !memory && !opt.geotiff.empty();
+    GeoRef geo{info.has_geotransform, info.geotransform, info.projection_wkt};
+    geo.overviews = opt.overviews;
+    const bool quicklook = !memory && !opt.quicklook.empty();
+    const auto geotiffs = memory ? std::vector<std::pair<std::string, GeoTiffBand>>{} : geotiff_outputs(opt);
     const QuicklookGrid qg = quicklook ? quicklook_grid(H, W, 1024) : QuicklookGrid{};
     std::vector<QuicklookCell> cells;  // this rank's quicklook records (app/quicklook.h)
     std::vector<std::unique_ptr<ResultSink>> sinks;
@@ -434,7 +452,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
             sinks.push_back(memory_result_sink(*memory));
         else
             sinks.push_back(hdf5_result_sink(*out, opt.compress_phase));
-        if (geotiff) sinks.push_back(geotiff_result_sink(opt.geotiff, H, W, geo, comm));
+        for (const auto& [path, band] : geotiffs) sinks.push_back(geotiff_result_sink(path, H, W, geo, comm, band));
         const ResultParts parts(a, own, st.label_bytes, opt, res);
         for (auto& sink : sinks) {  // the HDF5 first, complete and closed, then the GeoTIFF
             sink->write(parts.window);
@@ -448,7 +466,8 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
             sinks.push_back(memory_result_sink(*memory));  // takes any window, as often as it comes
         else
             sinks.push_back(hdf5_windows_sink(*out, opt.compress_phase));
-        if (geotiff) sinks.push_back(geotiff_from_hdf5_sink(*out, opt.geotiff, H, W, geo, comm));
+        for (const auto& [path, band] : geotiffs)
+            sinks.push_back(geotiff_from_hdf5_sink(*out, path, H, W, geo, comm, band));
         ReadTally tally;
         bool first_pass = true;
         std::exception_ptr read_error;  // agreed on after each pass: ranks may hold unequal chunk counts

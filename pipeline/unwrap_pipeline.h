@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include "io/result_sink.h"
 #include "pipeline/unwrap_region.h"
 
 namespace tessera {
@@ -22,6 +23,9 @@ struct UnwrapOptions {
     std::string input, output;
     std::string coherence, mask, geotiff;  // empty = none
     std::string quicklook;                 // PNG; empty = none
+    std::string conncomp_geotiff;          // /connected_components as a GeoTIFF; empty = none
+    std::string dolphin;                   // PREFIX of dolphin's PREFIX.unw.tif, PREFIX.unw.conncomp.tif; empty = none
+    bool overviews = false;                // internal overviews in every GeoTIFF written
     int band = 1;
     // Bands of the coherence and mask rasters; 0: the raster's only band (several: refused,
     // io/raster_reader.h auxiliary_band).
@@ -62,6 +66,10 @@ struct UnwrapReport {
     double total_seconds = 0;
     double reference_phase = 0;  // --reference: the u subtracted everywhere so that u = 0 there
 };
+
+// The GeoTIFFs a run writes besides the HDF5 (--geotiff, --conncomp-geotiff, --dolphin), with
+// what each holds (io/result_sink.h).
+std::vector<std::pair<std::string, GeoTiffBand>> geotiff_outputs(const UnwrapOptions& opt);
 
 // Throws InputError for bad input; leaves no output file behind on failure. Outputs (HDF5,
 // GeoTIFF, quicklook) are written to unique temporaries and renamed together only when the

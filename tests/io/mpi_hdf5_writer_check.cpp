@@ -10,6 +10,7 @@
 // mpirun -np 1, 2 and 3 (tests mpi_hdf5_writer_np*, label mpi); by hand, from build/:
 //   mpirun -np 3 tests/mpi_hdf5_writer_check [output-directory]
 #include <hdf5.h>
+#include <hdf5_hl.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -95,6 +96,34 @@ void verify(const std::string& path) {
     if (a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, gt.data()) < 0 || gt != std::vector<double>{1, 2, 3, 4, 5, 6})
         fail("root attribute 'geotransform' differs");
     if (a >= 0) H5Aclose(a);
+    // Dimension scales: y and x, their values, attached to every dataset; typed fill values.
+    std::vector<double> ys(kRows), xs(kCols);
+    hid_t y = H5Dopen2(f, "y", H5P_DEFAULT), x = H5Dopen2(f, "x", H5P_DEFAULT);
+    if (y < 0 || x < 0 || H5DSis_scale(y) <= 0 || H5DSis_scale(x) <= 0) fail("y/x are not dimension scales");
+    if (y >= 0 && (H5Dread(y, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, ys.data()) < 0 || ys[0] != 100.0 ||
+                   ys[kRows - 1] != 100.0 - 2.0 * (kRows - 1)))
+        fail("y values");
+    if (x >= 0 && (H5Dread(x, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, xs.data()) < 0 || xs[0] != 0.5 ||
+                   xs[kCols - 1] != kCols - 0.5))
+        fail("x values");
+    for (const char* name : {"unwrapped_phase", "connected_components", "cycles"}) {
+        hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+        if (d < 0 || y < 0 || x < 0 || H5DSis_attached(d, y, 0) <= 0 || H5DSis_attached(d, x, 1) <= 0)
+            fail(std::string(name) + ": y, x not attached as dimensions 0, 1");
+        if (d >= 0) H5Dclose(d);
+    }
+    if (y >= 0) H5Dclose(y);
+    if (x >= 0) H5Dclose(x);
+    hid_t cyc = H5Dopen2(f, "cycles", H5P_DEFAULT);
+    hid_t fv = cyc >= 0 ? H5Aopen(cyc, "_FillValue", H5P_DEFAULT) : -1;
+    hid_t fvt = fv >= 0 ? H5Aget_type(fv) : -1;
+    int8_t fill = 0;
+    if (fvt < 0 || H5Tequal(fvt, H5T_NATIVE_INT8) <= 0 || H5Aread(fv, H5T_NATIVE_INT8, &fill) < 0 || fill != -127)
+        fail("/cycles: _FillValue is not int8 -127");
+    if (fvt >= 0) H5Tclose(fvt);
+    if (fv >= 0) H5Aclose(fv);
+    if (cyc >= 0) H5Dclose(cyc);
+    if (H5Aexists_by_name(f, "spatial_ref", "crs_wkt", H5P_DEFAULT) <= 0) fail("/spatial_ref: no crs_wkt");
     H5Fclose(f);
     std::string text = tessera::describe_result(path);
     if (text.find("/unwrapped_phase  1100 x 777  float32") == std::string::npos)
@@ -154,7 +183,16 @@ int main(int argc, char** argv) {
             Hdf5Writer w(out, MPI_COMM_WORLD, kRows, kCols);
             w.write_f32("unwrapped_phase", own, ph.data(), kStride, {{"units", std::string("radians")}});
             w.write_u32("connected_components", own, lab.data(), kStride, {});
-            w.write_i8("cycles", own, k.data(), kStride, {{"ranks", int64_t{g_size}}});
+            w.write_i8("cycles", own, k.data(), kStride, {{"ranks", int64_t{g_size}}, {"_FillValue", int64_t{-127}}});
+            // netCDF-4 dimensions made by every rank alike, rank 1 owning no pixel.
+            std::vector<double> ys(kRows), xs(kCols);
+            for (int64_t r = 0; r < kRows; ++r) ys[static_cast<size_t>(r)] = 100.0 - 2.0 * static_cast<double>(r);
+            for (int64_t c = 0; c < kCols; ++c) xs[static_cast<size_t>(c)] = 0.5 + static_cast<double>(c);
+            w.write_coordinate("y", ys, {{"units", std::string("m")}});
+            w.write_coordinate("x", xs, {{"units", std::string("m")}});
+            for (const char* name : {"unwrapped_phase", "connected_components", "cycles"})
+                w.attach_dimensions(name, {"y", "x"});
+            w.write_scalar_variable("spatial_ref", {{"crs_wkt", std::string("LOCAL_CS[\"check\"]")}});
             w.write_attributes({{"ranks", int64_t{g_size}},
                                 {"geotransform", std::vector<double>{1, 2, 3, 4, 5, 6}},
                                 {"version", std::string("check")}});
