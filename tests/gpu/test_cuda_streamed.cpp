@@ -1,6 +1,7 @@
 // Streamed runs on the CUDA backend (issue 16, docs/ARCHITECTURE.md section 5.1): with a
 // --gpu-memory-limit smaller than the scene's window, the run goes in chunks and every dataset
-// is the CPU backend's in one piece, bit for bit; so is a chunked run of 2 ranks sharing the GPU.
+// is the CPU backend's in one piece, bit for bit. (2 ranks sharing the GPU in chunks: jobs/gpu/
+// device_streamed.sh, under mpirun from the shell; an mpirun started from this MPI process fails.)
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -33,10 +34,7 @@ TEST(CudaStreamed, GpuMemoryLimitGivesTheCpuBits) {
     EXPECT_NE(plan.out.find("chunks of"), std::string::npos) << plan.out;
     const auto one = run_tessera("unwrap -q --backend cuda --gpu-memory-limit 32M" + c + (dir / "gpu.h5"));
     ASSERT_EQ(one.exit_code, 0) << one.err;
-    const auto two = run_tessera("unwrap -q --backend cuda --share-gpus --gpu-memory-limit 24M" + c + (dir / "gpu2.h5"),
-                                 "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 ");
-    ASSERT_EQ(two.exit_code, 0) << two.err;
-    for (const char* o : {"gpu.h5", "gpu2.h5"}) {
+    for (const char* o : {"gpu.h5"}) {
         EXPECT_TRUE(same_bits<float>(dir / "cpu.h5", dir / o, "unwrapped_phase")) << o;
         EXPECT_TRUE(same_bits<uint32_t>(dir / "cpu.h5", dir / o, "connected_components")) << o;
         EXPECT_TRUE(same_bits<int32_t>(dir / "cpu.h5", dir / o, "cycles")) << o;
