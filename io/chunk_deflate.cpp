@@ -45,7 +45,8 @@ bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t
 }  // namespace
 
 std::string write_deflated_chunks(hid_t dset, const void* data, int64_t stride, int64_t rows, int64_t cols,
-                                  size_t elem, const hsize_t chunk[2], int level, const void* fill, size_t src_elem) {
+                                  size_t elem, const hsize_t chunk[2], int level, const void* fill, size_t src_elem,
+                                  int64_t row0) {
     static_assert(std::endian::native == std::endian::little, "zero-extension by bytes needs a little-endian host");
     if (src_elem == 0) src_elem = elem;
     const int64_t nr = (rows + static_cast<int64_t>(chunk[0]) - 1) / static_cast<int64_t>(chunk[0]);
@@ -72,7 +73,7 @@ std::string write_deflated_chunks(hid_t dset, const void* data, int64_t stride, 
         }
         if (bad) return "zlib could not compress a chunk";
         for (int64_t k = b0; k < b1; ++k) {
-            const hsize_t off[2] = {static_cast<hsize_t>((k / nc) * static_cast<int64_t>(chunk[0])),
+            const hsize_t off[2] = {static_cast<hsize_t>(row0 + (k / nc) * static_cast<int64_t>(chunk[0])),
                                     static_cast<hsize_t>((k % nc) * static_cast<int64_t>(chunk[1]))};
             const std::vector<unsigned char>& c = out[static_cast<size_t>(k - b0)];
             if (H5Dwrite_chunk(dset, H5P_DEFAULT, 0, off, c.size(), c.data()) < 0) return "cannot write a chunk";

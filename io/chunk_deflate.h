@@ -9,11 +9,14 @@
 
 namespace tessera {
 
-// The whole rows x cols image `data` (row stride `stride` elements of `src_elem` bytes, 0 =
+// The rows x cols image `data` (row stride `stride` elements of `src_elem` bytes, 0 =
 // elem: unsigned integers narrower than the dataset's are zero-extended to its `elem` bytes)
-// into `dset`, a dataset of that shape with chunks chunk[0] x chunk[1] and the filters shuffle
-// then deflate(level). Edge chunks are padded with `fill` (elem bytes). Returns "" or what failed.
+// into rows [row0, row0 + rows) of `dset`, a dataset cols wide with chunks chunk[0] x chunk[1]
+// and the filters shuffle then deflate(level); row0 is a multiple of chunk[0], and rows too
+// unless the window ends the dataset. Chunks past the rows are padded with `fill` (elem
+// bytes). Returns "" or what failed.
 std::string write_deflated_chunks(hid_t dset, const void* data, int64_t stride, int64_t rows, int64_t cols,
-                                  size_t elem, const hsize_t chunk[2], int level, const void* fill, size_t src_elem = 0);
+                                  size_t elem, const hsize_t chunk[2], int level, const void* fill, size_t src_elem = 0,
+                                  int64_t row0 = 0);
 
 }  // namespace tessera

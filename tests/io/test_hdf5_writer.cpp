@@ -543,6 +543,31 @@ TEST_F(Hdf5WriterTest, BadArgumentsThrowAndKeepTheWriterUsable) {
     EXPECT_EQ(read_all<float>(out, "a"), v);
 }
 
+// One rank writing windows of whole chunk rows (512) compresses them on its threads, narrow
+// labels widened chunk by chunk: the file reads back as the same image written in one piece
+// through HDF5's own filters would (an unaligned window takes that path, alike).
+TEST_F(Hdf5WriterTest, WindowsOfWholeChunkRowsDeflateOnThreads) {
+    const int64_t R = 1100, C = 700;
+    std::vector<uint8_t> lab(static_cast<size_t>(R * C));
+    std::vector<uint32_t> want(lab.size());
+    for (size_t i = 0; i < lab.size(); ++i) lab[i] = static_cast<uint8_t>((i * 2654435761u) >> 27), want[i] = lab[i];
+    for (const auto& windows : {std::vector<int64_t>{0, 512, 1024, 1100}, std::vector<int64_t>{0, 512, 900, 1100}}) {
+        const std::string out = file("windows_deflate.h5");
+        {
+            Hdf5Writer w(out, MPI_COMM_WORLD, R, C);
+            w.set_windowed(true);
+            w.set_deflate(1);
+            for (size_t k = 0; k + 1 < windows.size(); ++k) {
+                const Window win{windows[k], 0, windows[k + 1] - windows[k], C};
+                w.write_labels("labels", win, lab.data() + windows[k] * C, 1, C, {});
+            }
+            w.commit();
+        }
+        EXPECT_EQ(read_all<uint32_t>(out, "labels"), want);
+        std::filesystem::remove(out);
+    }
+}
+
 // Windowed (a chunked run's result, section 5.1): later writes of a dataset fill more of it,
 // its attributes from the first; the file holds every window's values.
 TEST_F(Hdf5WriterTest, WindowedWritesFillOneDataset) {
