@@ -37,19 +37,11 @@ void expect_device_equals_host(const std::vector<ClusterResidue>& res, int64_t H
 
 TEST(CudaCutClusters, RandomSetsWithLakesEqualTheHostRule) {
     SKIP_WITHOUT_GPU();
-    struct Case {
-        int64_t H, W;
-        int count;
-        uint32_t seed;
-        bool clustered;
-        int lake_pct;
-    };
-    for (const Case cs : {Case{40, 50, 60, 1, false, 0}, Case{64, 64, 300, 2, true, 0}, Case{64, 64, 300, 3, true, 20},
-                          Case{200, 180, 3000, 4, true, 10}, Case{300, 300, 500, 5, false, 30},
-                          Case{128, 128, 4000, 6, true, 5}, Case{1000, 1200, 200000, 7, true, 10},
-                          Case{2000, 2000, 60000, 8, false, 3}}) {
-        const auto res =
-            testing::with_lakes(random_residues(cs.H, cs.W, cs.count, cs.seed, cs.clustered), cs.seed + 100, cs.lake_pct);
+    std::vector<testing::ResidueCase> cases = testing::kRuleCases;
+    cases.push_back({1000, 1200, 200000, 7, true, 10});  // large rounds and the one-block tail
+    cases.push_back({2000, 2000, 60000, 8, false, 3});
+    for (const testing::ResidueCase& cs : cases) {
+        const auto res = testing::residue_case(cs);
         for (int64_t R : {int64_t{1}, int64_t{4}, int64_t{16}, int64_t{40}})
             expect_device_equals_host(res, cs.H, cs.W, R, "random seed " + std::to_string(cs.seed));
     }

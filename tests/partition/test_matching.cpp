@@ -96,19 +96,13 @@ Oracle serial_oracle(const std::vector<ClusterResidue>& res, int64_t H, int64_t 
     return o;
 }
 
-struct Case {
-    int64_t H, W;
-    int count;
-    uint32_t seed;
-    bool clustered;
-    int lake_pct;
-};
+using Case = testing::ResidueCase;
 
 class ClusterOracle : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ClusterOracle, CutClustersEqualTheSerialRule) {
     const Case cs = GetParam();
-    const auto res = with_lakes(random_residues(cs.H, cs.W, cs.count, cs.seed, cs.clustered), cs.seed + 100, cs.lake_pct);
+    const auto res = testing::residue_case(cs);
     ASSERT_FALSE(res.empty());
     for (int64_t R : {int64_t{1}, int64_t{4}, int64_t{16}, int64_t{40}}) {
         const Oracle expect = serial_oracle(res, cs.H, cs.W, R);

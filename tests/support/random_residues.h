@@ -79,4 +79,21 @@ inline std::vector<ClusterResidue> with_many_lakes(const std::vector<Residue>& r
     return out;
 }
 
+// A random residue set with lakes, as the rule's tests draw them (the host oracle, the serial
+// steps, the device rule): residues (clustered or spread), then lakes over lake_pct % of them.
+struct ResidueCase {
+    int64_t H, W;
+    int count;
+    uint32_t seed;
+    bool clustered;
+    int lake_pct;
+};
+inline std::vector<ClusterResidue> residue_case(const ResidueCase& c) {
+    return with_lakes(random_residues(c.H, c.W, c.count, c.seed, c.clustered), c.seed + 100, c.lake_pct);
+}
+// The cases the serial steps and the device rule both check against the host rule.
+inline const std::vector<ResidueCase> kRuleCases{{40, 50, 60, 1, false, 0},    {64, 64, 300, 2, true, 0},
+                                                 {64, 64, 300, 3, true, 20},   {200, 180, 3000, 4, true, 10},
+                                                 {300, 300, 500, 5, false, 30}, {128, 128, 4000, 6, true, 5}};
+
 }  // namespace tessera::testing
