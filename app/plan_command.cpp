@@ -10,39 +10,34 @@
 #include "backend/backend.h"
 #include "io/raster_reader.h"
 #include "pipeline/chunk_plan.h"
+#include "pipeline/unwrap_pipeline.h"
 
 namespace tessera {
 
 namespace {
 
 struct PlanCli {
-    std::string input, coherence, mask, rank_grid, memory_limit = "auto", gpu_memory_limit = "auto", backend = "auto";
-    int band = 1, ranks = 1, ranks_per_node = 0;
-    int64_t tile_size = 512, chunk_rows = 0;
-    bool save_cycles = false;
+    UnwrapOptions opt;  // the layout options, as `unwrap` takes them
+    std::string memory_limit = "auto", gpu_memory_limit = "auto", backend = "auto";
+    int ranks = 1, ranks_per_node = 0;
 };
 
-void print_plan(const PlanCli& c) {
-    const RasterInfo info = RasterReader(c.input, c.band).info();
-    const Backend b = resolve_backend(c.backend);
-    const BackendOps& ops = backend_ops(b);
+void print_plan(PlanCli& c) {
+    const RasterInfo info = RasterReader(c.opt.input, c.opt.band).info();
+    c.opt.backend = resolve_backend(c.backend);
+    const BackendOps& ops = backend_ops(c.opt.backend);
     const int per_node = c.ranks_per_node > 0 ? c.ranks_per_node : c.ranks;
-    PlanRequest q;
-    q.H = info.rows, q.W = info.cols, q.tile = c.tile_size, q.ranks = c.ranks, q.rank_grid = c.rank_grid;
-    q.cuda = b == Backend::kCuda, q.cycles = c.save_cycles;
+    PlanRequest q = plan_request(c.opt, info, c.ranks);
     const int64_t avail = available_memory();
     const int64_t given = c.memory_limit != "auto" ? parse_bytes(c.memory_limit, "--memory-limit") : -1;
     q.host_limit = given > 0 ? given : avail < 0 ? -1 : avail / per_node;
     q.host_reserved = memory_reserved(q.host_limit, given > 0);
     q.device_limit = c.gpu_memory_limit != "auto" ? parse_bytes(c.gpu_memory_limit, "--gpu-memory-limit")
                                                   : ops.device_free_bytes();
-    q.input_bytes_per_pixel = (info.is_complex ? 8 : 4) + (c.coherence.empty() ? 0 : 4) + (c.mask.empty() ? 0 : 1);
-    q.output_bytes_per_pixel = 4 + 1 + (c.save_cycles ? 4 : 0);
-    q.chunk_rows = c.chunk_rows;
-    const Plan p = make_plan(q, c.input);
+    const Plan p = make_plan(q, c.opt.input);
     const int64_t tile = p.grid.tiles.tile;
     auto limit = [](int64_t v) { return v < 0 ? std::string("none") : format_bytes(v); };
-    std::printf("input        %s: %lld rows x %lld cols (%.2f Gpx)%s\n", c.input.c_str(), static_cast<long long>(q.H),
+    std::printf("input        %s: %lld rows x %lld cols (%.2f Gpx)%s\n", c.opt.input.c_str(), static_cast<long long>(q.H),
                 static_cast<long long>(q.W), static_cast<double>(q.H) * static_cast<double>(q.W) / 1e9,
                 info.is_complex ? ", complex" : "");
     std::printf("backend      %s\n", ops.name);
@@ -69,20 +64,20 @@ void print_plan(const PlanCli& c) {
 CLI::App* add_plan_command(CLI::App& app, std::function<void()>& run) {
     auto c = std::make_shared<PlanCli>();
     auto* sub = app.add_subcommand("plan", "print how `unwrap` would lay out a run (ranks, chunks, memory, I/O) without running it");
-    sub->add_option("IN", c->input, "wrapped phase or complex interferogram (any GDAL raster)")->required();
-    sub->add_option("--band", c->band, "band of IN (1-based)")->capture_default_str();
-    sub->add_option("--coherence", c->coherence, "coherence raster (counted in the I/O)");
-    sub->add_option("--mask", c->mask, "mask raster (counted in the I/O)");
+    sub->add_option("IN", c->opt.input, "wrapped phase or complex interferogram (any GDAL raster)")->required();
+    sub->add_option("--band", c->opt.band, "band of IN (1-based)")->capture_default_str();
+    sub->add_option("--coherence", c->opt.coherence, "coherence raster (counted in the I/O)");
+    sub->add_option("--mask", c->opt.mask, "mask raster (counted in the I/O)");
     sub->add_option("--ranks", c->ranks, "MPI ranks of the run")->capture_default_str()->check(CLI::Range(1, 1 << 20));
     sub->add_option("--ranks-per-node", c->ranks_per_node, "ranks sharing one node's memory (default: all)");
-    sub->add_option("--rank-grid", c->rank_grid, "PxQ ranks over the tile grid (default: automatic)");
-    sub->add_option("--tile-size", c->tile_size, "tile side in pixels")->capture_default_str();
+    sub->add_option("--rank-grid", c->opt.rank_grid, "PxQ ranks over the tile grid (default: automatic)");
+    sub->add_option("--tile-size", c->opt.tile_size, "tile side in pixels")->capture_default_str();
     sub->add_option("--memory-limit", c->memory_limit, "host bytes a rank may hold (4G, 512M, ...; auto)")->capture_default_str();
     sub->add_option("--gpu-memory-limit", c->gpu_memory_limit, "GPU bytes a rank may hold (auto: free on the device)")
         ->capture_default_str();
     sub->add_option("--backend", c->backend, "auto | cpu | cuda")->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-    sub->add_option("--chunk-rows", c->chunk_rows, "chunks of this many rows (whole tiles), whatever the limits");
-    sub->add_flag("--save-cycles", c->save_cycles, "k kept (4 bytes a pixel more)");
+    sub->add_option("--chunk-rows", c->opt.chunk_rows, "chunks of this many rows (whole tiles), whatever the limits");
+    sub->add_flag("--save-cycles", c->opt.save_cycles, "k kept (4 bytes a pixel more)");
     run = [c] { print_plan(*c); };
     return sub;
 }

@@ -206,11 +206,6 @@ int64_t check_read(Comm& comm, const UnwrapOptions& opt, const ReadTally& t, con
     return valid;
 }
 
-// Bytes read per pixel in one pass over the inputs: the phase (8 complex), coherence, mask.
-int64_t input_bytes_per_pixel(const UnwrapOptions& opt, const RasterInfo& info) {
-    return (info.is_complex ? 8 : 4) + (opt.coherence.empty() ? 0 : 4) + (opt.mask.empty() ? 0 : 1);
-}
-
 // The size and plan, printed before any work (issue 16).
 std::string describe_plan(const UnwrapOptions& opt, const Plan& plan, int64_t H, int64_t W, const char* backend) {
     char line[512];
@@ -377,13 +372,8 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     const int64_t device_limit = device_free < 0 ? -1 : comm.min(device_free);
     Plan plan;
     agree(comm, [&] {
-        PlanRequest q;
-        q.H = H, q.W = W, q.tile = opt.tile_size, q.ranks = comm.size(), q.rank_grid = opt.rank_grid;
-        q.cuda = opt.backend == Backend::kCuda, q.cycles = opt.save_cycles;
+        PlanRequest q = plan_request(opt, info, comm.size());
         q.host_limit = host_limit, q.host_reserved = host_reserved, q.device_limit = device_limit;
-        q.input_bytes_per_pixel = input_bytes_per_pixel(opt, info);
-        q.output_bytes_per_pixel = 4 + 1 + (opt.save_cycles ? 4 : 0);
-        q.chunk_rows = opt.chunk_rows;
         plan = make_plan(q, opt.input);
         if (!memory) check_output_space(opt, H * W);
     });
@@ -566,6 +556,17 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
 }
 
 }  // namespace
+
+PlanRequest plan_request(const UnwrapOptions& opt, const RasterInfo& info, int ranks) {
+    PlanRequest q;
+    q.H = info.rows, q.W = info.cols, q.tile = opt.tile_size, q.ranks = ranks, q.rank_grid = opt.rank_grid;
+    q.cuda = opt.backend == Backend::kCuda, q.cycles = opt.save_cycles;
+    // Read per pass: the phase (8 complex), coherence, mask; written once: u, labels (+ k).
+    q.input_bytes_per_pixel = (info.is_complex ? 8 : 4) + (opt.coherence.empty() ? 0 : 4) + (opt.mask.empty() ? 0 : 1);
+    q.output_bytes_per_pixel = 4 + 1 + (opt.save_cycles ? 4 : 0);
+    q.chunk_rows = opt.chunk_rows;
+    return q;
+}
 
 UnwrapReport run_unwrap(const UnwrapOptions& opt, MPI_Comm mpi_comm) { return run(opt, nullptr, nullptr, mpi_comm); }
 

@@ -9,7 +9,9 @@
 
 #include <mpi.h>
 
+#include "io/raster_reader.h"
 #include "io/result_sink.h"
+#include "pipeline/chunk_plan.h"
 #include "pipeline/unwrap_region.h"
 
 namespace tessera {
@@ -47,6 +49,11 @@ struct UnwrapOptions {
     bool quiet = false;
     bool overwrite = false;  // replace existing regular output files (--overwrite)
 };
+
+// What a run of `opt` on `ranks` ranks over an input like `info` asks of its layout
+// (pipeline/chunk_plan.h), its limits left unset: what `tessera unwrap` plans and `tessera
+// plan` prints.
+PlanRequest plan_request(const UnwrapOptions& opt, const RasterInfo& info, int ranks);
 
 struct StageTime {
     std::string stage;
