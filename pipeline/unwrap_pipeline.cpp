@@ -98,22 +98,10 @@ bool cycle_range(double lo, double hi) {
 struct CycleJumps {
     int64_t wraps = 0, steps = 0;
 };
-CycleJumps cycle_jumps(const RegionArrays& a, const Window& own, const uint8_t* flags) {
-    int64_t wraps = 0, steps = 0;
-#pragma omp parallel for reduction(+ : wraps, steps) schedule(static)
-    for (int64_t r = own.row0; r < own.row0 + own.rows; ++r)
-        for (int64_t c = own.col0; c + 1 < own.col0 + own.cols; ++c) {
-            const int64_t p = a.index(r, c);
-            if ((flags[p] | flags[p + 1]) & kInvalid) continue;
-            const float d = std::fabs(a.phase[p + 1] - a.phase[p]);
-            wraps += d > 0.75f, steps += d > 0.25f;
-        }
-    return {wraps, steps};
-}
 
 // A wrapped phase lies in [-pi, pi] or [0, 2 pi] (a little more for rounding): values that
 // look like degrees or cycles get a line saying so (section 7). lo/hi over the valid pixels;
-// jumps: cycle_jumps summed over the ranks.
+// jumps: scan_read's summed over the ranks.
 void check_phase_range(const std::string& path, double lo, double hi, int64_t valid, const CycleJumps& jumps) {
     constexpr double pi = std::numbers::pi, tol = 1e-3;
     const std::string seen = "values in [" + fmt(lo) + ", " + fmt(hi) + "]";
@@ -159,39 +147,48 @@ void check_same_size(const std::string& path, const RasterInfo& info, const Rast
                                    std::to_string(ref.rows));
 }
 
+// One pass over window w of what the read left: its valid pixels and its cycle jumps.
+struct ReadScan {
+    int64_t valid = 0;
+    CycleJumps jumps;
+};
+ReadScan scan_read(const RegionArrays& a, const Window& w) {
+    int64_t valid = 0, wraps = 0, steps = 0;
+    const int64_t c_end = w.col0 + w.cols;
+#pragma omp parallel for reduction(+ : valid, wraps, steps) schedule(static)
+    for (int64_t r = w.row0; r < w.row0 + w.rows; ++r)
+        for (int64_t c = w.col0; c < c_end; ++c) {
+            const int64_t p = a.index(r, c);
+            if (a.flags[p] & kInvalid) continue;
+            ++valid;
+            if (c + 1 == c_end || (a.flags[p + 1] & kInvalid)) continue;
+            const float d = std::fabs(a.phase[p + 1] - a.phase[p]);
+            wraps += d > 0.75f, steps += d > 0.25f;
+        }
+    return {valid, {wraps, steps}};
+}
+
 // What a read saw on this rank, for the checks of what the inputs claim to be (section 7).
 struct ReadTally {
     InputRanges ranges;
     int64_t valid = 0;
     CycleJumps jumps;
     bool ref_unreliable = false;
-    void add(const InputRanges& r, int64_t v, const CycleJumps& j) {
+    void add(const InputRanges& r, const ReadScan& scan) {
         ranges.lo = std::min(ranges.lo, r.lo), ranges.hi = std::max(ranges.hi, r.hi);
         ranges.coh_lo = std::min(ranges.coh_lo, r.coh_lo), ranges.coh_hi = std::max(ranges.coh_hi, r.coh_hi);
-        valid += v, jumps.wraps += j.wraps, jumps.steps += j.steps;
+        valid += scan.valid, jumps.wraps += scan.jumps.wraps, jumps.steps += scan.jumps.steps;
     }
 };
 
-int64_t count_valid(const RegionArrays& a, const Window& w) {
-    int64_t valid = 0;
-#pragma omp parallel for reduction(+ : valid) schedule(static)
-    for (int64_t r = w.row0; r < w.row0 + w.rows; ++r)
-        for (int64_t c = w.col0; c < w.col0 + w.cols; ++c) valid += !(a.flags[a.index(r, c)] & kInvalid);
-    return valid;
-}
-
-// The checks after the read, agreed on by every rank; the number of valid pixels. `jumps`
-// gives this rank's cycle jumps, asked for only when the range looks like cycles.
-int64_t check_read(Comm& comm, const UnwrapOptions& opt, const ReadTally& t, const std::function<CycleJumps()>& jumps) {
+// The checks after the read, agreed on by every rank; the number of valid pixels.
+int64_t check_read(Comm& comm, const UnwrapOptions& opt, const ReadTally& t) {
     const int64_t valid = comm.sum(t.valid);
     const InputRanges& rg = t.ranges;
     const double lo = -comm.max(-static_cast<double>(rg.lo)), hi = comm.max(static_cast<double>(rg.hi));
     const double coh_lo = -comm.max(-static_cast<double>(rg.coh_lo)), coh_hi = comm.max(static_cast<double>(rg.coh_hi));
     CycleJumps j;
-    if (lo <= hi && cycle_range(lo, hi)) {
-        j = jumps();
-        j.wraps = comm.sum(j.wraps), j.steps = comm.sum(j.steps);
-    }
+    if (lo <= hi && cycle_range(lo, hi)) j = {comm.sum(t.jumps.wraps), comm.sum(t.jumps.steps)};
     agree(comm, [&] {
         if (lo <= hi) check_phase_range(opt.input, lo, hi, valid, j);
         // Coherence folded in (a raster, or an array in memory): a magnitude in [0, 1].
@@ -418,10 +415,11 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                 t.ranges = in->fill(a, ready);
                 inject_error_for_tests(rank, "read");
             });
-            t.valid = count_valid(a, own);
+            const ReadScan scan = scan_read(a, own);
+            t.valid = scan.valid, t.jumps = scan.jumps;
             t.ref_unreliable = opt.reference && own.contains(opt.reference->first, opt.reference->second) &&
                                (flags[static_cast<size_t>(a.index(opt.reference->first, opt.reference->second))] & kUnreliable);
-            rep.valid = check_read(comm, opt, t, [&] { return cycle_jumps(a, own, flags.data()); });
+            rep.valid = check_read(comm, opt, t);
             stage_done("read");
         };
         std::vector<Residue> res;
@@ -467,7 +465,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                 const InputRanges rg = in->fill(a, [](int64_t, int64_t) {});
                 if (!first_pass) return;
                 const Window cw{a.buf.row0, own.col0, std::min(a.buf.rows, own.row0 + own.rows - a.buf.row0), own.cols};
-                tally.add(rg, count_valid(a, cw), cycle_jumps(a, cw, a.flags));
+                tally.add(rg, scan_read(a, cw));
                 if (opt.reference && cw.contains(opt.reference->first, opt.reference->second)) {
                     const int64_t i = a.index(opt.reference->first, opt.reference->second);
                     tally.ref_unreliable = (a.flags[i] & kUnreliable) != 0;
@@ -499,7 +497,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                              first_pass = false;
                              agree_read();
                              inject_error_for_tests(rank, "read");
-                             rep.valid = check_read(comm, opt, tally, [&] { return tally.jumps; });
+                             rep.valid = check_read(comm, opt, tally);
                              if (opt.reference) {
                                  comm.bcast(u_ref, grid.rank_of(opt.reference->first, opt.reference->second));
                                  rep.reference_phase = u_ref;
