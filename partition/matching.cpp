@@ -103,7 +103,7 @@ ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, bool& 
 }
 
 std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& lakes, const RankGrid& grid,
-                                int64_t R, Comm& comm, MatchStats& st) {
+                                int64_t R, Comm& comm, MatchStats& st, ClusterRule rule) {
     const int64_t H = grid.tiles.H, W = grid.tiles.W;
     const int self = comm.rank(), P = comm.size();
     const Window own = grid.own(self);
@@ -130,7 +130,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     std::vector<Cut> cuts;
     if (P == 1) {
         ClusterStats cs;
-        cut_clusters(mine, H, W, R, cuts, cs);
+        rule(mine, H, W, R, cuts, cs);
         add(st, cs);
         trace("clusters");
         return cuts;  // cut_clusters leaves them in cut_order
@@ -170,7 +170,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     // cuts run to the image border and go to every rank.
     ClusterStats cs_own;
     std::vector<Cut> own_cuts;
-    cut_clusters(interior, H, W, R, own_cuts, cs_own);
+    rule(interior, H, W, R, own_cuts, cs_own);
     std::vector<Cut> ground;
     for (const Cut& c : own_cuts) (c.id_b == kGroundId ? ground : cuts).push_back(c);
     const std::vector<Cut> all_ground = comm.allgatherv(ground);
@@ -183,7 +183,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     std::sort(shared.begin(), shared.end(), [](const ClusterResidue& x, const ClusterResidue& y) { return x.res.id < y.res.id; });
     st.shared = static_cast<int64_t>(shared.size());
     ClusterStats cs_shared;
-    cut_clusters(shared, H, W, R, cuts, cs_shared);
+    rule(shared, H, W, R, cuts, cs_shared);
     add(st, cs_shared);
     std::sort(cuts.begin(), cuts.end(), cut_order);
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());

@@ -29,6 +29,11 @@ struct LakeView {
     std::function<bool(int64_t r, int64_t c)> reaches_out;
 };
 
+// Section 3.3's rule over one closed set of residues, in a backend's form (kernels/cut_clusters.h's
+// signature; every form gives the same cuts): the backend's Region says which (Region::cut_clusters).
+using ClusterRule = void (*)(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
+                             std::vector<Cut>& out, ClusterStats& stats);
+
 // Residue x with the lakes at its plaquette's corners (section 3.1: at most two, ascending);
 // reaches_out: one of them may reach past the own window.
 ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, bool& reaches_out);
@@ -36,8 +41,9 @@ ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, bool& 
 // `owned`: this rank's residues (plaquettes whose top-left pixel it owns), sorted by id.
 // Returns every cut that may cross this rank's edges, sorted by (id_a, id_b); stats are global.
 // `radius`: the largest L1 distance between two residues joined by one cut.
+// `rule`: the form of the rule that decides each set (default: the host's).
 std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& lakes, const RankGrid& grid,
-                                int64_t radius, Comm& comm, MatchStats& stats);
+                                int64_t radius, Comm& comm, MatchStats& stats, ClusterRule rule = &cut_clusters);
 // No unreliable pixels anywhere.
 std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t radius, Comm& comm,
                                 MatchStats& stats);

@@ -19,8 +19,8 @@
 namespace tessera {
 
 // Residues, cut clusters and rasterisation (sections 2-3). The lakes come from the host flags,
-// which every backend's region was filled from; the cluster rule runs on the host, once for
-// both backends (kernels/cut_clusters.h).
+// which every backend's region was filled from; the cluster rule runs in the backend's form
+// (Region::cut_clusters: the same cuts on either).
 template <class Region>
 MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, int64_t radius,
                               std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
@@ -32,7 +32,7 @@ MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, 
         const GlobalLakes lakes(region.host_arrays(), grid, comm);
         const LakeView view{[&](int64_t r, int64_t c) { return lakes.at(r, c); },
                             [&](int64_t r, int64_t c) { return lakes.reaches_out(r, c); }};
-        cuts = match_residues(res, view, grid, radius, comm, ms);
+        cuts = match_residues(res, view, grid, radius, comm, ms, &Region::cut_clusters);
     }
     stage("matching");
     region.place_cuts(cuts);

@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/cut_clusters.h"
 #include "kernels/region.h"
 #include "kernels/residue.h"
 #include "kernels/types.h"
@@ -26,6 +27,11 @@ public:
     std::vector<PixelState> strip(const Window& w) const;  // after union_find, w inside own, row-major
     void apply(const ComponentAssignment& assign);   // u, labels, cycles into the host arrays
     void finish() {}                                 // host arrays already hold the results
+    // Section 3.3's rule over one closed set of residues (partition/matching.h: ClusterRule).
+    static void cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
+                             std::vector<Cut>& out, ClusterStats& stats) {
+        tessera::cut_clusters(res, H, W, radius, out, stats);
+    }
 
 private:
     RegionArrays a_;

@@ -17,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/cut_clusters.h"
 #include "kernels/region.h"
 #include "kernels/residue.h"
 #include "kernels/types.h"
@@ -91,6 +92,13 @@ public:
     // apply(), u, labels and cycles into the host arrays. May also be called after any earlier
     // stage (then it copies the flags alone); the region stays usable.
     void finish();
+
+    // Section 3.3's rule over one closed set of residues (partition/matching.h: ClusterRule): on
+    // the current device (kernels/cuda/cut_rule.h) from kDeviceRuleFrom residues where its memory
+    // is free and its keys fit, else the host's form; the cuts are the same either way.
+    static constexpr size_t kDeviceRuleFrom = 32768;
+    static void cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
+                             std::vector<Cut>& out, ClusterStats& stats);
 
 private:
     struct Impl;

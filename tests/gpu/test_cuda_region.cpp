@@ -559,7 +559,8 @@ INSTANTIATE_TEST_SUITE_P(Synth, CudaVsCpu,
                          ::testing::Values(SceneCase{"bowl", 300, 263}, SceneCase{"topo", 300, 263},
                                            SceneCase{"holes", 300, 263}, SceneCase{"fringes", 300, 263},
                                            SceneCase{"bowl", 1024, 1024}, SceneCase{"topo", 1024, 1024},
-                                           SceneCase{"holes", 1024, 1024}, SceneCase{"fringes", 1024, 1024}),
+                                           SceneCase{"holes", 1024, 1024}, SceneCase{"fringes", 1024, 1024},
+                                           SceneCase{"holes", 2048, 2048}),  // the device's cut rule
                          [](const auto& info) {
                              return info.param.name + "_" + std::to_string(info.param.rows) + "x" +
                                     std::to_string(info.param.cols);
@@ -792,13 +793,11 @@ TEST(CudaVsCpuRandom, DeviceInputInPlaceEqualsHostInput) {
 // Across ranks: every rank's own window equals the single-process CPU result. Run it under
 // mpirun -np 2, 3, 4 (tests/gpu/run_on_device.sh does); with one rank it is the 1x1 grid.
 
-TEST(CudaDistributed, RanksMatchTheSingleProcessCpu) {
-    SKIP_WITHOUT_GPU();
+// Every rank's own window of `s` on the CUDA backend against the single-process CPU result.
+void expect_ranks_match_cpu(const std::string& name, const SynthScene& s, int64_t tile) {
     Comm world(MPI_COMM_WORLD);
     const int N = world.size(), rank = world.rank();
-    for (const std::string name : {"topo", "holes"}) {
-        const SynthScene s = make_scene(name, 300, 263, 5);
-        const int64_t tile = 37;
+    {
         UnwrapParams p;
         p.min_component_size = 20;
         const Result ref = unwrap_scene(s, p, tile, 0.3f, true);
@@ -834,6 +833,28 @@ TEST(CudaDistributed, RanksMatchTheSingleProcessCpu) {
             EXPECT_EQ(bad_k, 0);
         }
     }
+}
+
+TEST(CudaDistributed, RanksMatchTheSingleProcessCpu) {
+    SKIP_WITHOUT_GPU();
+    for (const std::string name : {"topo", "holes"}) expect_ranks_match_cpu(name, make_scene(name, 300, 263, 5), 37);
+}
+
+// Sets large enough for the device's form of the cut rule (cuda::Region::cut_clusters) on every
+// rank: its cuts, with lakes from the coherence, give the CPU backend's result.
+TEST(CudaDistributed, DeviceCutRuleMatchesTheSingleProcessCpu) {
+    SKIP_WITHOUT_GPU();
+    Comm world(MPI_COMM_WORLD);
+    const SynthScene s = make_scene("holes", 4096, 4096, 9);
+    std::vector<float> phase;
+    std::vector<uint8_t> flags;
+    scene_inputs(s, 0.3f, phase, flags);
+    const Image im{s.rows, s.cols, phase, flags};
+    Arrays x = make_arrays(im, Window{0, 0, s.rows, s.cols});
+    cpu::Region whole(x.a, Window{0, 0, s.rows, s.cols}, TileGrid(s.rows, s.cols, 256));
+    const size_t n = whole.find_residues().size();
+    ASSERT_GE(n / static_cast<size_t>(world.size()), cuda::Region::kDeviceRuleFrom) << n << " residues: too few";
+    expect_ranks_match_cpu("holes", s, 256);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,0 +1,36 @@
+// cuda::Region's form of section 3.3's rule: the device rule (kernels/cuda/cut_rule.h) for sets
+// large enough to pay for its launches, the host rule otherwise or where the device lacks the
+// memory or the keys do not fit. Which form runs never changes the cuts (tests/gpu).
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/cuda/cut_rule.h"
+#include "kernels/cuda/region.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+// What the device rule holds at most for a set: its node arrays, inputs and the cut sort
+// (under 256 B a residue), the occupancy bitmap of the set's box (bits and ranks: 1.5 bits a
+// plaquette) and room for the allocator's rounding.
+int64_t device_rule_bytes(std::span<const ClusterResidue> res) {
+    int64_t r0 = INT64_MAX, r1 = 0, c0 = INT64_MAX, c1 = 0;
+    for (const ClusterResidue& x : res)
+        r0 = std::min<int64_t>(r0, x.res.r), r1 = std::max<int64_t>(r1, x.res.r), c0 = std::min<int64_t>(c0, x.res.c),
+        c1 = std::max<int64_t>(c1, x.res.c);
+    const int64_t box = (r1 - r0 + 1) * (c1 - c0 + 1);
+    return 256 * static_cast<int64_t>(res.size()) + box / 8 + box / 16 + (int64_t{64} << 20);
+}
+
+}  // namespace
+
+void Region::cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
+                          std::vector<Cut>& out, ClusterStats& stats) {
+    if (res.size() >= kDeviceRuleFrom && device_rule_bytes(res) <= device_free_bytes() &&
+        cut_clusters_on_device(res, H, W, radius, out, stats))
+        return;
+    tessera::cut_clusters(res, H, W, radius, out, stats);
+}
+
+}  // namespace tessera::cuda
