@@ -121,6 +121,11 @@ int64_t GlobalLakes::at(int64_t r, int64_t c) const {
     return p ? resolve(p->piece, p->grounded != 0) : kNoLake;
 }
 
+bool GlobalLakes::none() const {
+    auto any = [](const std::vector<uint8_t>& v) { return std::any_of(v.begin(), v.end(), [](uint8_t x) { return x != 0; }); };
+    return local_.runs() == 0 && !any(halo_.below) && !any(halo_.right);
+}
+
 bool GlobalLakes::reaches_out(int64_t r, int64_t c) const {
     if (!unreliable(r, c)) return false;
     if (!own_.contains(r, c)) return true;

@@ -31,6 +31,8 @@ public:
     int64_t at(int64_t r, int64_t c) const;
     // The lake there may reach past the own window (its residues are shared between ranks).
     bool reaches_out(int64_t r, int64_t c) const;
+    // No unreliable pixel in the own window or its halo: at() is kNoLake everywhere.
+    bool none() const;
 
 private:
     struct Published {  // a run of a rank's first row or column, for the neighbours' halos

@@ -82,7 +82,7 @@ void add(MatchStats& st, const ClusterStats& c) {
 
 std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t radius, Comm& comm,
                                 MatchStats& st) {
-    const LakeView none{[](int64_t, int64_t) { return kNoLake; }, [](int64_t, int64_t) { return false; }};
+    const LakeView none{[](int64_t, int64_t) { return kNoLake; }, [](int64_t, int64_t) { return false; }, true};
     return match_residues(owned, none, grid, radius, comm, st);
 }
 
@@ -90,6 +90,7 @@ ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, bool& 
     ClusterResidue y;
     y.res = x;
     reaches_out = false;
+    if (lakes.none) return y;
     int k = 0;
     for (const auto& [dr, dc] : {std::pair<int, int>{0, 0}, {0, 1}, {1, 0}, {1, 1}}) {
         const int64_t l = lakes.at(x.r + dr, x.c + dc);

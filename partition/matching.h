@@ -27,6 +27,7 @@ struct MatchStats {
 struct LakeView {
     std::function<int64_t(int64_t r, int64_t c)> at;
     std::function<bool(int64_t r, int64_t c)> reaches_out;
+    bool none = false;  // no unreliable pixel in the buffer: every corner is kNoLake, no lookups
 };
 
 // Section 3.3's rule over one closed set of residues, in a backend's form (kernels/cut_clusters.h's
