@@ -68,38 +68,44 @@ void cuts_from_codes(std::span<const ClusterResidue> res, std::span<const uint64
     }
 }
 
-void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts) {
+void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts, const RoundTuning& tune) {
     const size_t N = static_cast<size_t>(in.nodes());
-    std::vector<int32_t> label(N), charge(N, 0), target(N, -1), lake_cursor(in.adj_start.begin(), in.adj_start.end() - 1);
-    std::vector<int32_t> next_member(N, -1), tail(N), old_tail(N, -1), link(N), stamp(N, 0), reopen_stamp(N, 0);
-    std::vector<int32_t> active0(N), active1(N), open0(N), open1(N), reopened(N);
-    std::vector<uint64_t> key(N, RankKeys::kNone), best(N, RankKeys::kNone), cuts(N);
+    std::vector<int32_t> label(N), charge(N, 0), size(N, 1), target(N, -1), lake_cursor(in.adj_start.begin(), in.adj_start.end() - 1);
+    std::vector<int32_t> next_member(N, -1), tail(N), old_tail(N, -1), link(N), stamp(N, 0), reopen_stamp(N, 0), scan_stamp(N, 0);
+    std::vector<int32_t> active0(N), active1(N), open0(N), open1(N), reopened(N), bmem(N), hot0(N), hot1(N);
+    std::vector<uint64_t> key(N, RankKeys::kNone), best(N, RankKeys::kNone), cuts(N), repk(N), sample(kThetaSample);
     std::vector<RingCursor> cursor(static_cast<size_t>(in.n));
-    for (size_t v = 0; v < N; ++v) label[v] = tail[v] = link[v] = static_cast<int32_t>(v);
+    for (size_t v = 0; v < N; ++v) {
+        label[v] = tail[v] = link[v] = static_cast<int32_t>(v);
+        repk[v] = rep_key(1, static_cast<int32_t>(v));
+    }
+    repk[N - 1] = RankKeys::kNone;  // the ground represents its tree
     for (int32_t v = 0; v < in.n; ++v) charge[v] = in.sign[v], stamp[v] = 1, active0[v] = open0[v] = v;
     counts = RoundCounts{};
     counts.active = counts.open = in.n;
     RoundState s;
-    s.n = in.n, s.L = in.L, s.G = in.n + in.L, s.H = in.H, s.W = in.W, s.radius = in.radius;
+    s.n = in.n, s.L = in.L, s.G = in.n + in.L, s.H = in.H, s.W = in.W, s.radius = in.radius, s.tune = tune;
     s.rr = in.rr.data(), s.rc = in.rc.data(), s.lake_node = in.lake_node.data();
     s.adj_start = in.adj_start.data(), s.adj = in.adj.data(), s.occ = in.occupied.view(), s.keys = in.keys;
-    s.label = label.data(), s.charge = charge.data(), s.key = key.data(), s.target = target.data();
+    s.label = label.data(), s.charge = charge.data(), s.size = size.data(), s.repk = repk.data();
+    s.key = key.data(), s.target = target.data();
     s.cursor = cursor.data(), s.lake_cursor = lake_cursor.data(), s.next_member = next_member.data();
     s.tail = tail.data(), s.old_tail = old_tail.data(), s.best = best.data(), s.link = link.data();
-    s.stamp = stamp.data(), s.reopen_stamp = reopen_stamp.data();
+    s.stamp = stamp.data(), s.reopen_stamp = reopen_stamp.data(), s.scan_stamp = scan_stamp.data();
+    s.bmem = bmem.data(), s.hot[0] = hot0.data(), s.hot[1] = hot1.data(), s.sample = sample.data();
     s.active[1] = active0.data(), s.active[0] = active1.data(), s.open[1] = open0.data(), s.open[0] = open1.data();  // round 1's: [1]
     s.reopened = reopened.data(), s.cuts = cuts.data(), s.counts = &counts;
     while (counts.open > 0) {
-        for (int32_t i = 0; i < counts.active; ++i) s.search(i);
-        for (int32_t i = 0; i < counts.open; ++i) s.pick(i);
-        for (int32_t i = 0; i < counts.open; ++i) s.jump(i);
-        for (int32_t i = 0; i < counts.open; ++i) s.settle(i);
-        for (int32_t i = 0; i < counts.open; ++i) s.reopen(i);
-        for (int32_t i = 0; i < counts.open; ++i) s.merge(i);
-        for (int32_t i = 0; i < counts.active; ++i) s.relabel(i);
-        for (int32_t i = 0, e = counts.reopened; i < e; ++i) s.wake(i);
-        s.finish_round();
-        if (counts.broken) throw std::logic_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken");
+        for (int k = 0; k < kRoundSteps; ++k) {
+            const RoundStep step = static_cast<RoundStep>(k);
+            if (step == kSort) {  // the device sorts the sample in one block
+                if (counts.full) std::sort(sample.begin(), sample.begin() + s.sample_size());
+                continue;
+            }
+            for (int32_t i = 0, e = s.step_count(step); i < e; ++i) s.step(step, i);
+            if (counts.broken)
+                throw std::logic_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken");
+        }
     }
     codes.assign(cuts.begin(), cuts.begin() + counts.cuts);
     std::sort(codes.begin(), codes.end());

@@ -31,7 +31,8 @@ void cuts_from_codes(std::span<const ClusterResidue> res, std::span<const uint64
                      std::vector<Cut>& out);
 
 // The rounds as a serial loop over each step's index range (tests: the device's steps on the
-// host). Cut codes sorted.
-void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts);
+// host; `tune` small runs the parked cluster's paths on small sets). Cut codes sorted.
+void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts,
+                       const RoundTuning& tune = RoundTuning{});
 
 }  // namespace tessera

@@ -22,6 +22,7 @@ struct RoundArrays {
     const int32_t *word_rank = nullptr, *first = nullptr;
     int64_t n_words = 0, n_first = 0;
     int64_t r0 = 0, c0 = 0, rows = 0, cols = 0;
+    RoundTuning tune;
 };
 
 // Where the device rule's time goes (TESSERA_TRACE), milliseconds, each phase synchronised.

@@ -8,12 +8,18 @@ namespace tessera::cuda {
 
 bool cut_clusters_on_device(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
                             std::vector<Cut>& out, ClusterStats& stats, DeviceRuleTimes* times) {
+    return cut_clusters_on_device(res, H, W, radius, out, stats, times, RoundTuning{});
+}
+
+bool cut_clusters_on_device(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
+                            std::vector<Cut>& out, ClusterStats& stats, DeviceRuleTimes* times, const RoundTuning& tune) {
     Lap clock;
     DeviceRuleTimes local;
     DeviceRuleTimes& t = times ? *times : local;
     RoundInput in;
     if (!make_round_input(res, H, W, radius, in)) return false;
     RoundArrays a;
+    a.tune = tune;
     a.n = in.n, a.L = in.L, a.H = H, a.W = W, a.radius = radius, a.keys = in.keys;
     a.rr = in.rr.data(), a.rc = in.rc.data(), a.sign = in.sign.data(), a.lake_node = in.lake_node.data();
     a.adj_start = in.adj_start.data(), a.adj = in.adj.data(), a.n_adj = static_cast<int64_t>(in.adj.size());
