@@ -7,49 +7,71 @@
 
 namespace tessera {
 
-bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, RoundInput& in) {
+bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, RoundInput& in,
+                      bool bitmap) {
+    const int64_t n = static_cast<int64_t>(res.size());
+    // One pass: the weights' and the box's bounds, and whether any residue touches a lake.
+    int64_t w_max = 0, r0 = H, c0 = W, r1 = -1, c1 = -1;
+    int64_t lakes = 0;
+#pragma omp parallel for schedule(static) reduction(max : w_max, r1, c1) reduction(min : r0, c0) reduction(+ : lakes) if (n >= 65536)
+    for (int64_t i = 0; i < n; ++i) {
+        const ClusterResidue& x = res[static_cast<size_t>(i)];
+        w_max = std::max(w_max, ground_choice(x.res.r, x.res.c, H, W).weight);
+        r0 = std::min<int64_t>(r0, x.res.r), r1 = std::max<int64_t>(r1, x.res.r);
+        c0 = std::min<int64_t>(c0, x.res.c), c1 = std::max<int64_t>(c1, x.res.c);
+        lakes += (x.lake[0] >= 0) + (x.lake[1] >= 0);
+    }
     std::vector<int64_t> lake_ids;
-    for (const ClusterResidue& x : res)
-        for (int64_t l : x.lake)
-            if (l >= 0) lake_ids.push_back(l);
-    std::sort(lake_ids.begin(), lake_ids.end());
-    lake_ids.erase(std::unique(lake_ids.begin(), lake_ids.end()), lake_ids.end());
-    const int64_t n = static_cast<int64_t>(res.size()), L = static_cast<int64_t>(lake_ids.size());
+    if (lakes > 0) {
+        lake_ids.reserve(static_cast<size_t>(lakes));
+        for (const ClusterResidue& x : res)
+            for (int64_t l : x.lake)
+                if (l >= 0) lake_ids.push_back(l);
+        std::sort(lake_ids.begin(), lake_ids.end());
+        lake_ids.erase(std::unique(lake_ids.begin(), lake_ids.end()), lake_ids.end());
+    }
+    const int64_t L = static_cast<int64_t>(lake_ids.size());
     if (n + L + 2 >= std::numeric_limits<int32_t>::max()) return false;
-    int64_t w_max = 0;
-    for (const ClusterResidue& x : res) w_max = std::max(w_max, ground_choice(x.res.r, x.res.c, H, W).weight);
     RankKeys keys;
     if (!RankKeys::fit(n, L, w_max, keys)) return false;
 
     in = RoundInput{};
     in.n = static_cast<int32_t>(n), in.L = static_cast<int32_t>(L), in.H = H, in.W = W, in.radius = radius;
     in.keys = keys;
+    if (n > 0) in.r0 = r0, in.c0 = c0, in.rows = r1 - r0 + 1, in.cols = c1 - c0 + 1;
     in.rr.resize(res.size()), in.rc.resize(res.size()), in.sign.resize(res.size());
-    in.lake_node.assign(2 * res.size(), -1);
+    in.lake_node.resize(2 * res.size());
     in.adj_start.assign(static_cast<size_t>(L) + 1, 0);
     auto node_of = [&](int64_t l) {
         return l == kGroundedLake ? in.n + in.L
                                   : in.n + static_cast<int32_t>(std::lower_bound(lake_ids.begin(), lake_ids.end(), l) - lake_ids.begin());
     };
-    for (size_t i = 0; i < res.size(); ++i) {
-        const ClusterResidue& x = res[i];
-        in.rr[i] = x.res.r, in.rc[i] = x.res.c, in.sign[i] = x.res.sign;
+#pragma omp parallel for schedule(static) if (n >= 65536)
+    for (int64_t i = 0; i < n; ++i) {
+        const ClusterResidue& x = res[static_cast<size_t>(i)];
+        in.rr[static_cast<size_t>(i)] = x.res.r, in.rc[static_cast<size_t>(i)] = x.res.c, in.sign[static_cast<size_t>(i)] = x.res.sign;
         for (int s = 0; s < 2; ++s) {
             const int64_t l = x.lake[s];
-            if (l == kNoLake || (s == 1 && l == x.lake[0])) continue;
-            in.lake_node[2 * i + static_cast<size_t>(s)] = node_of(l);
-            if (l >= 0) ++in.adj_start[static_cast<size_t>(node_of(l) - in.n) + 1];
+            const bool none = l == kNoLake || (s == 1 && l == x.lake[0]);
+            in.lake_node[2 * static_cast<size_t>(i) + static_cast<size_t>(s)] = none ? -1 : node_of(l);
         }
     }
-    for (size_t k = 1; k < in.adj_start.size(); ++k) in.adj_start[k] += in.adj_start[k - 1];
-    in.adj.resize(static_cast<size_t>(in.adj_start.back()));
-    std::vector<int32_t> fill(in.adj_start.begin(), in.adj_start.end() - 1);
-    for (size_t i = 0; i < res.size(); ++i)  // ascending residue within each lake
-        for (int s = 0; s < 2; ++s) {
-            const int32_t ln = in.lake_node[2 * i + static_cast<size_t>(s)];
-            if (ln >= 0 && ln < in.n + in.L) in.adj[static_cast<size_t>(fill[static_cast<size_t>(ln - in.n)]++)] = static_cast<int32_t>(i);
-        }
-    in.occupied = PlaquetteBitmap(res, H, W);
+    if (L > 0) {  // each lake's residues, ascending
+        for (size_t i = 0; i < res.size(); ++i)
+            for (int s = 0; s < 2; ++s) {
+                const int32_t ln = in.lake_node[2 * i + static_cast<size_t>(s)];
+                if (ln >= 0 && ln < in.n + in.L) ++in.adj_start[static_cast<size_t>(ln - in.n) + 1];
+            }
+        for (size_t k = 1; k < in.adj_start.size(); ++k) in.adj_start[k] += in.adj_start[k - 1];
+        in.adj.resize(static_cast<size_t>(in.adj_start.back()));
+        std::vector<int32_t> fill(in.adj_start.begin(), in.adj_start.end() - 1);
+        for (size_t i = 0; i < res.size(); ++i)
+            for (int s = 0; s < 2; ++s) {
+                const int32_t ln = in.lake_node[2 * i + static_cast<size_t>(s)];
+                if (ln >= 0 && ln < in.n + in.L) in.adj[static_cast<size_t>(fill[static_cast<size_t>(ln - in.n)]++)] = static_cast<int32_t>(i);
+            }
+    }
+    if (bitmap) in.occupied = PlaquetteBitmap(res, H, W);
     return true;
 }
 

@@ -4,6 +4,7 @@
 // __syncthreads between the steps, so launches stop costing a round.
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include <chrono>
 #include <cstdio>
@@ -100,6 +101,31 @@ __global__ void init_kernel(RoundState s, const int32_t* sign) {
     }
 }
 
+// The plaquette bitmap (kernels/plaquette_bitmap.h) on the device, from the residues (sorted
+// by id, so a plaquette's residues are contiguous): bits, a plaquette's first residue flagged.
+__global__ void occupy_kernel(const int32_t* rr, const int32_t* rc, int32_t n, PlaquetteBits occ,
+                              unsigned long long* bits, int32_t* flag) {
+    for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const int64_t b = occ.bit(rr[i], rc[i]);
+        atomicOr(bits + (b >> 6), 1ull << (b & 63));
+        flag[i] = i == 0 || occ.bit(rr[i - 1], rc[i - 1]) != b;
+    }
+}
+
+__global__ void popcount_kernel(const uint64_t* bits, int64_t words, int32_t* out) {
+    for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; w < words;
+         w += static_cast<int64_t>(gridDim.x) * blockDim.x)
+        out[w] = __popcll(bits[w]);
+}
+
+// first[k]: the first residue of the k-th occupied plaquette; n after the last.
+__global__ void first_kernel(const int32_t* flag, const int32_t* at, int32_t n, int32_t* first) {
+    for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        if (flag[i]) first[at[i]] = i;
+        if (i == n - 1) first[at[i] + flag[i]] = n;
+    }
+}
+
 int grid_for(int64_t n) {
     return static_cast<int>(std::min<int64_t>(std::max<int64_t>((n + kThreads - 1) / kThreads, 1), 132 * 16));
 }
@@ -146,9 +172,34 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     auto lake_node = upload(in.lake_node, 2 * n, s);
     auto adj_start = upload(in.adj_start, static_cast<size_t>(in.L) + 1, s);
     auto adj = upload(in.adj, static_cast<size_t>(in.n_adj), s);
-    auto bits = upload(in.bits, static_cast<size_t>(in.n_words), s);
-    auto word_rank = upload(in.word_rank, static_cast<size_t>(in.n_words), s);
-    auto first = upload(in.first, static_cast<size_t>(in.n_first), s);
+    // The bitmap: the caller's, or built here from rr, rc and the box.
+    const int64_t n_words = in.bits ? in.n_words : (in.rows * in.cols + 63) / 64;
+    StreamBuffer<uint64_t> bits(static_cast<size_t>(n_words), s, "cut rounds: bitmap");
+    StreamBuffer<int32_t> word_rank(static_cast<size_t>(n_words), s, "cut rounds: word ranks");
+    StreamBuffer<int32_t> first(in.bits ? static_cast<size_t>(in.n_first) : n + 1, s, "cut rounds: first residues");
+    const PlaquetteBits box{nullptr, nullptr, nullptr, in.r0, in.c0, in.rows, in.cols};
+    if (in.bits) {
+        check(cudaMemcpyAsync(bits.get(), in.bits, static_cast<size_t>(n_words) * 8, cudaMemcpyHostToDevice, s), "cut rounds: upload");
+        check(cudaMemcpyAsync(word_rank.get(), in.word_rank, static_cast<size_t>(n_words) * 4, cudaMemcpyHostToDevice, s),
+              "cut rounds: upload");
+        check(cudaMemcpyAsync(first.get(), in.first, static_cast<size_t>(in.n_first) * 4, cudaMemcpyHostToDevice, s),
+              "cut rounds: upload");
+    } else {
+        check(cudaMemsetAsync(bits.get(), 0, static_cast<size_t>(n_words) * 8, s), "cut rounds: bitmap");
+        StreamBuffer<int32_t> flag(n, s, "cut rounds: flags"), at(n, s, "cut rounds: flags"),
+            pop(static_cast<size_t>(n_words), s, "cut rounds: popcounts");
+        occupy_kernel<<<grid_for(in.n), kThreads, 0, s>>>(rr.get(), rc.get(), in.n, box,
+                                                          reinterpret_cast<unsigned long long*>(bits.get()), flag.get());
+        popcount_kernel<<<grid_for(n_words), kThreads, 0, s>>>(bits.get(), n_words, pop.get());
+        size_t b1 = 0, b2 = 0;
+        check(cub::DeviceScan::ExclusiveSum(nullptr, b1, pop.get(), word_rank.get(), n_words, s), "cut rounds: scan");
+        check(cub::DeviceScan::ExclusiveSum(nullptr, b2, flag.get(), at.get(), in.n, s), "cut rounds: scan");
+        StreamBuffer<char> temp(std::max(b1, b2), s, "cut rounds: scan space");
+        check(cub::DeviceScan::ExclusiveSum(temp.get(), b1, pop.get(), word_rank.get(), n_words, s), "cut rounds: scan");
+        check(cub::DeviceScan::ExclusiveSum(temp.get(), b2, flag.get(), at.get(), in.n, s), "cut rounds: scan");
+        first_kernel<<<grid_for(in.n), kThreads, 0, s>>>(flag.get(), at.get(), in.n, first.get());
+        check(cudaGetLastError(), "cut rounds: bitmap");
+    }
     StreamBuffer<int32_t> i32(N * 19 + static_cast<size_t>(in.L) + 1, s, "cut rounds: node arrays");
     StreamBuffer<uint64_t> u64(N * 4 + kThetaSample, s, "cut rounds: keys");
     StreamBuffer<RingCursor> cursor(n, s, "cut rounds: cursors");
@@ -158,6 +209,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     st.n = in.n, st.L = in.L, st.G = in.n + in.L, st.H = in.H, st.W = in.W, st.radius = in.radius, st.keys = in.keys;
     st.rr = rr.get(), st.rc = rc.get(), st.lake_node = lake_node.get(), st.adj_start = adj_start.get(), st.adj = adj.get();
     st.occ = PlaquetteBits{bits.get(), word_rank.get(), first.get(), in.r0, in.c0, in.rows, in.cols};
+    (void)box;
     int32_t* p = i32.get();
     for (int32_t** a : {&st.label, &st.charge, &st.target, &st.next_member, &st.tail, &st.old_tail, &st.link,
                         &st.stamp, &st.reopen_stamp, &st.active[0], &st.active[1], &st.open[0], &st.open[1],
