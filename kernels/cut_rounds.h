@@ -30,7 +30,8 @@
 //           it is large): P as label; into bmem if P is big, else listed if P is open;
 //   relabel each active node: P as label (members of P keep it); listed if P is open (into
 //           bmem if P is big); the handed-over bmem: P as label.
-//   finish  one thread: the next round's lists become current; big listed if open.
+//   finish  one thread: the next round's lists become current; big listed if open, freed
+//           if closed (a large open cluster may park next).
 // Which thread wins an atomic changes list orders only; keys, picks and cuts do not depend on
 // it (cuts are sorted at the end), nor on which cluster represents a tree. C++17.
 #pragma once
@@ -563,7 +564,13 @@ struct RoundState {
         }
         if (get(&c->scan)) hd::store(&c->scans, get(&c->scans) + 1);
         hd::store(&c->big_to, -1), hd::store(&c->hand_from, -1), hd::store(&c->hand, 0), hd::store(&c->scan, 0);
-        const int32_t round = get(&c->round), big = get(&c->big);
+        int32_t big = get(&c->big);
+        if (big >= 0 && !is_open(big)) {  // closed: the slot is freed (its member list stays whole)
+            big = -1;
+            hd::store(&c->big, -1), hd::store(&c->bcount, 0), hd::store(&c->bsorted, 0), hd::store(&c->hot, 0);
+            hd::store(&c->theta, RankKeys::kNone);
+        }
+        const int32_t round = get(&c->round);
         hd::store(&c->active, get(&c->next_active));
         int32_t open_next = get(&c->next_open);
         hd::store(&c->bopen, 0);
