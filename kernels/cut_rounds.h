@@ -4,22 +4,36 @@
 // kernels/cut_clusters.h, in the same order, from the same numerics (kernels/cut_numerics.h).
 //
 // Nodes: residues 0..n-1 (id order), lakes n..n+L-1 (id order), the ground G = n + L (the
-// border and grounded lakes). Every node holds its cluster's root (label); a round:
-//   search  each node of an open cluster: its best edge leaving the cluster (a cached key
-//           stays while its far end is outside: clusters only grow, candidates only vanish;
-//           else ground and lake edges and the ring cursor, which only advances); a 64-bit
-//           minimum per cluster (RankKeys);
+// border and grounded lakes). Every node holds its cluster's id (label): the id of one of its
+// nodes, its representative. The members of open clusters are listed each round (active),
+// except those of at most one large cluster, the parked one (big), whose members stay in an
+// array (bmem) with a hot set: every member outside hot and outside the members added since
+// the last sift (new) has a cached key >= theta (keys only grow), so a minimum below theta
+// found among hot and new is the cluster's minimum. A round:
+//   search  each node of the active list and big's hot and new: its best edge leaving the
+//           cluster (a cached key stays while its far end is outside: clusters only grow,
+//           candidates only vanish; else ground and lake edges and the ring cursor, which only
+//           advances); a 64-bit minimum per cluster (RankKeys);
+//   check   big's minimum >= theta (or hot too large): full search of bmem, a strided sample
+//           of its keys sorted, theta from it (about `hot` keys below it);
+//   sift    hot for the next round: the searched members (or all of bmem) with key < theta;
 //   pick    each open cluster: its minimum is taken; an edge two clusters take counts once;
 //           it links to the far cluster (the lower of two that took each other: itself);
 //   jump    each open cluster walks toward its tree's root (path halving);
 //   settle  each open cluster links to its tree's root;
-//   reopen  a root that was closed and is now joined by open ones is listed with its member
-//           list's end (its members join the search);
-//   merge   each linked cluster: charge to the root, member list appended to the root's;
-//   relabel each node of an open cluster: the root as label; kept if the root is open.
-//   wake    each listed root, if open: its own members join the next round's nodes.
-// Which thread wins an atomic changes list orders only; keys, roots and cuts do not depend on
-// it (cuts are sorted at the end). C++17.
+//   elect   each tree's representative: its largest cluster (member count, then id; the
+//           ground's tree: the ground); a closed root joined is listed (reopened);
+//   merge   each cluster of a tree but its representative P: charge, size and member list
+//           to P, links to P (the parked cluster absorbed: bmem handed to P);
+//   fix     each representative: its size key; the first large open one parks (big);
+//   wake    each listed closed root's members (a walk of its list; a scan of all nodes when
+//           it is large): P as label; into bmem if P is big, else listed if P is open;
+//   relabel each active node: P as label (members of P keep it); listed if P is open (into
+//           bmem if P is big); the handed-over bmem: P as label.
+//   finish  one thread: the next round's lists become current; big listed if open, freed
+//           if closed (a large open cluster may park next).
+// Which thread wins an atomic changes list orders only; keys, picks and cuts do not depend on
+// it (cuts are sorted at the end), nor on which cluster represents a tree. C++17.
 #pragma once
 #include <cstdint>
 
@@ -48,6 +62,22 @@ TESSERA_HOSTDEV inline int32_t atomic_add(int32_t* p, int32_t v) {
 #else
     const int32_t old = *p;
     *p += v;
+    return old;
+#endif
+}
+TESSERA_HOSTDEV inline void atomic_max(uint64_t* p, uint64_t v) {
+#if defined(__CUDA_ARCH__)
+    atomicMax(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+#else
+    if (v > *p) *p = v;
+#endif
+}
+TESSERA_HOSTDEV inline int32_t atomic_cas(int32_t* p, int32_t expect, int32_t v) {
+#if defined(__CUDA_ARCH__)
+    return atomicCAS(p, expect, v);
+#else
+    const int32_t old = *p;
+    if (old == expect) *p = v;
     return old;
 #endif
 }
@@ -91,6 +121,25 @@ TESSERA_HOSTDEV inline void store(T* p, T v) {
 }
 }  // namespace hd
 
+// The steps of a round, in order (kSort: the drivers sort the sample between kSample and kTheta).
+enum RoundStep : int32_t {
+    kSearch, kCheck, kFull, kSample, kSort, kTheta, kSift, kPick, kJump, kSettle, kElect, kMerge, kFix, kWake,
+    kScan, kRelabel, kFinish
+};
+inline constexpr int kRoundSteps = kFinish + 1;
+
+// Sample of the parked cluster's keys that sets theta (one block sorts it on the device).
+inline constexpr int32_t kThetaSample = 4096;
+
+// When a cluster parks and how large its hot set is (the rule's result does not depend on
+// them; tests set them small to run every path).
+struct RoundTuning {
+    int32_t big_min = 16384;  // members for a cluster to park
+    int32_t hot = 1024;       // about this many keys below theta after a full search
+    int32_t hot_max = 8192;   // hot + new above this: full search
+    int32_t walk_max = 4096;  // a closed root joined with more members: woken by a scan
+};
+
 struct RoundCounts {
     int32_t active = 0, open = 0;            // this round's lists
     int32_t next_active = 0, next_open = 0;  // the next round's, being filled
@@ -98,12 +147,26 @@ struct RoundCounts {
     int32_t round = 1;
     int32_t cuts = 0, ground_cuts = 0, lake_joins = 0;
     int32_t broken = 0;    // a step found the state inconsistent (a bug): which step, 1-based
-    int64_t searched = 0;  // active nodes summed over the rounds (the searches' work)
+    int64_t searched = 0;  // node searches summed over the rounds (the searches' work)
+    // The parked cluster (-1: none) and its arrays' counts.
+    int32_t big = -1, big_prev = -1, bopen = 0;  // bopen: big is open this round
+    int32_t bcount = 0, bsorted = 0, bsorted_next = 0;  // bmem; [bsorted, bcount): new
+    int32_t hot = 0, next_hot = 0;
+    int32_t full = 0;  // this round searches all of bmem
+    int32_t big_to = -1, hand_from = -1, hand = 0;  // big absorbed by big_to: hand members relabelled
+    int32_t scan = 0;  // a large closed root is woken by a scan
+    int32_t fulls = 0, scans = 0, parks = 0;  // events over the rounds (traces)
+    uint64_t theta = ~uint64_t{0};
 };
 
 // A cut as one sortable word: lower residue, then the other end (the border: all ones, last).
 TESSERA_HOSTDEV inline uint64_t cut_code(int32_t lower, int32_t upper) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(lower)) << 32) | static_cast<uint32_t>(upper);
+}
+
+// A representative's key: members, then id (the ground's: above all).
+TESSERA_HOSTDEV inline uint64_t rep_key(int32_t size, int32_t id) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(size)) << 32) | static_cast<uint32_t>(id);
 }
 
 struct RoundState {
@@ -118,20 +181,28 @@ struct RoundState {
     const int32_t* adj = nullptr;
     PlaquetteBits occ;
     RankKeys keys;
+    RoundTuning tune;
     // State, per node (N = n + L + 1).
     int32_t* label = nullptr;
     int32_t* charge = nullptr;
+    int32_t* size = nullptr;     // a representative's members
+    uint64_t* repk = nullptr;    // a root's largest rep_key in its tree (rep_key(size, id) between rounds)
     uint64_t* key = nullptr;     // the node's best leaving edge when last searched (kNone: search)
     int32_t* target = nullptr;   // its far end
     RingCursor* cursor = nullptr;  // residues
     int32_t* lake_cursor = nullptr;  // lakes, into adj
-    int32_t* next_member = nullptr;  // a root's member list: root first, -1 ends it
+    int32_t* next_member = nullptr;  // a representative's member list: itself first, -1 ends it
     int32_t* tail = nullptr;
     int32_t* old_tail = nullptr;  // a reopened root's list end before the merge
-    uint64_t* best = nullptr;     // an open root's minimum
-    int32_t* link = nullptr;      // a node's tree parent in the round's join (itself: a root)
-    int32_t* stamp = nullptr;     // round in which a root is on the open list
+    uint64_t* best = nullptr;     // an open cluster's minimum
+    int32_t* link = nullptr;      // a cluster's tree parent in the round's join (itself: a root), then P
+    int32_t* stamp = nullptr;     // round in which a cluster is on the open list
     int32_t* reopen_stamp = nullptr;
+    int32_t* scan_stamp = nullptr;  // round in which a closed root is woken by the scan
+    // The parked cluster: its members, hot sets ([round & 1] this round's), theta's sample.
+    int32_t* bmem = nullptr;
+    int32_t* hot[2] = {nullptr, nullptr};
+    uint64_t* sample = nullptr;  // kThetaSample
     // Lists: [round & 1] this round's, [(round + 1) & 1] the next's.
     int32_t* active[2] = {nullptr, nullptr};
     int32_t* open[2] = {nullptr, nullptr};
@@ -139,7 +210,55 @@ struct RoundState {
     uint64_t* cuts = nullptr;  // cut_code of each accepted cut (at most n)
     RoundCounts* counts = nullptr;
 
+    TESSERA_HOSTDEV int32_t nodes() const { return n + L + 1; }
     TESSERA_HOSTDEV bool is_open(int32_t r) const { return r != G && hd::load(charge + r) != 0; }
+    TESSERA_HOSTDEV int32_t counts_round() const { return hd::load(&counts->round); }
+    TESSERA_HOSTDEV int32_t get(const int32_t* field) const { return hd::load(field); }
+
+    // Each step's index range, from the counts (read on the device: a step's kernel is sized
+    // by the host's last look, its threads loop to this).
+    TESSERA_HOSTDEV int32_t step_count(RoundStep s) const {
+        const RoundCounts* c = counts;
+        switch (s) {
+            case kSearch:
+                return get(&c->active) + (get(&c->bopen) ? get(&c->hot) + get(&c->bcount) - get(&c->bsorted) : 0);
+            case kFull: return get(&c->full) ? get(&c->bcount) : 0;
+            case kSample: return get(&c->full) ? sample_size() : 0;
+            case kSift:
+                if (!get(&c->bopen)) return 0;
+                return get(&c->full) ? get(&c->bcount) : get(&c->hot) + get(&c->bsorted_next) - get(&c->bsorted);
+            case kPick: case kJump: case kSettle: case kElect: return get(&c->open);
+            case kMerge: case kFix: return get(&c->open) + get(&c->reopened);
+            case kWake: return get(&c->reopened);
+            case kScan: return get(&c->scan) ? nodes() : 0;
+            case kRelabel: return get(&c->active) + get(&c->hand);
+            case kCheck: case kTheta: case kFinish: return 1;
+            case kSort: return 0;
+        }
+        return 0;
+    }
+
+    TESSERA_HOSTDEV void step(RoundStep s, int32_t i) const {
+        switch (s) {
+            case kSearch: return search(i);
+            case kCheck: return check();
+            case kFull: return full_search(i);
+            case kSample: return take_sample(i);
+            case kTheta: return choose_theta();
+            case kSift: return sift(i);
+            case kPick: return pick(i);
+            case kJump: return jump(i);
+            case kSettle: return settle(i);
+            case kElect: return elect(i);
+            case kMerge: return merge(i);
+            case kFix: return fix(i);
+            case kWake: return wake(i);
+            case kScan: return scan(i);
+            case kRelabel: return relabel(i);
+            case kFinish: return finish_round();
+            case kSort: return;
+        }
+    }
 
     // Node v's best edge leaving cluster rv (section 3.2's candidates), cached.
     TESSERA_HOSTDEV uint64_t node_best(int32_t v, int32_t rv) const {
@@ -182,12 +301,66 @@ struct RoundState {
         return best_key;
     }
 
-    TESSERA_HOSTDEV void search(int32_t i) const {
-        const int32_t v = hd::load(active[counts_round() & 1] + i);
+    TESSERA_HOSTDEV void search_node(int32_t v) const {
         const int32_t rv = hd::load(label + v);
         const uint64_t k = node_best(v, rv);
         // Most members of a large cluster cannot lower its minimum: no atomic for them.
         if (k != RankKeys::kNone && k < hd::load(best + rv)) hd::atomic_min(best + rv, k);
+    }
+
+    // The parked cluster's searched members: hot, then new (from bsorted).
+    TESSERA_HOSTDEV int32_t hot_or_new(int32_t j) const {
+        const int32_t h = get(&counts->hot);
+        return j < h ? hd::load(hot[counts_round() & 1] + j) : hd::load(bmem + get(&counts->bsorted) + (j - h));
+    }
+
+    TESSERA_HOSTDEV void search(int32_t i) const {
+        const int32_t a = get(&counts->active);
+        search_node(i < a ? hd::load(active[counts_round() & 1] + i) : hot_or_new(i - a));
+    }
+
+    // One thread, after search: is the minimum of hot and new the parked cluster's?
+    TESSERA_HOSTDEV void check() const {
+        RoundCounts* c = counts;
+        if (!get(&c->bopen)) return;
+        const int32_t bc = get(&c->bcount), searched = get(&c->hot) + bc - get(&c->bsorted);
+        const bool full = hd::load(best + get(&c->big)) >= hd::load(&c->theta) || searched > tune.hot_max;
+        hd::store(&c->full, full ? 1 : 0);
+        hd::store(&c->bsorted_next, bc);
+        if (full) hd::store(&c->fulls, get(&c->fulls) + 1);
+    }
+
+    TESSERA_HOSTDEV void full_search(int32_t i) const { search_node(hd::load(bmem + i)); }
+
+    TESSERA_HOSTDEV int32_t sample_size() const {
+        const int32_t bc = get(&counts->bcount);
+        return bc < kThetaSample ? bc : kThetaSample;
+    }
+
+    TESSERA_HOSTDEV void take_sample(int32_t i) const {
+        const int64_t bc = get(&counts->bcount), S = sample_size();
+        hd::store(sample + i, hd::load(key + hd::load(bmem + static_cast<int32_t>(i * bc / S))));
+    }
+
+    // One thread, after the sample is sorted: about tune.hot members of bmem below theta, and
+    // the minimum among them.
+    TESSERA_HOSTDEV void choose_theta() const {
+        RoundCounts* c = counts;
+        if (!get(&c->full)) return;
+        const int64_t bc = get(&c->bcount), S = sample_size();
+        uint64_t theta = RankKeys::kNone;
+        if (bc > tune.hot) {
+            theta = hd::load(sample + static_cast<int32_t>(hd::min(S - 1, int64_t{tune.hot} * S / bc)));
+            const uint64_t m = hd::load(best + get(&c->big));
+            if (theta <= m) theta = m + 1;
+        }
+        hd::store(&c->theta, theta);
+    }
+
+    TESSERA_HOSTDEV void sift(int32_t i) const {
+        const int32_t v = get(&counts->full) ? hd::load(bmem + i) : hot_or_new(i);
+        if (hd::load(key + v) < hd::load(&counts->theta))
+            hd::store(hot[(counts_round() + 1) & 1] + hd::claim_slot(&counts->next_hot), v);
     }
 
     // The far end's node of an edge key (G for the border and grounded lakes).
@@ -241,22 +414,85 @@ struct RoundState {
         if (r != x) hd::store(link + x, r);
     }
 
-    TESSERA_HOSTDEV void reopen(int32_t i) const {
+    // Each open cluster offers itself as its tree's representative; a closed root joined is
+    // listed once, with its member list's end (and whether a scan wakes it).
+    TESSERA_HOSTDEV void elect(int32_t i) const {
         const int32_t round = counts_round();
         const int32_t x = hd::load(open[round & 1] + i), R = hd::load(link + x);
-        if (R == x || R == G || hd::load(stamp + R) == round) return;
+        if (R == x || R == G) return;
+        hd::atomic_max(repk + R, hd::load(repk + x));
+        if (hd::load(stamp + R) == round) return;  // R is open: on the list itself
         if (hd::atomic_exch(reopen_stamp + R, round) == round) return;
         hd::store(reopened + hd::atomic_add(&counts->reopened, 1), R);
         hd::store(old_tail + R, hd::load(tail + R));
+        if (R != get(&counts->big_prev) && hd::load(size + R) > tune.walk_max) {
+            hd::store(scan_stamp + R, round);
+            hd::store(&counts->scan, 1);
+        }
+    }
+
+    // Cluster z of the open list (i < open) or a closed root joined (the rest): its tree's
+    // representative P.
+    TESSERA_HOSTDEV int32_t tree_member(int32_t i, int32_t& R) const {
+        const int32_t o = get(&counts->open);
+        const int32_t z = i < o ? hd::load(open[counts_round() & 1] + i) : hd::load(reopened + (i - o));
+        R = i < o ? hd::load(link + z) : z;
+        return z;
+    }
+    TESSERA_HOSTDEV int32_t representative(int32_t R) const {
+        return R == G ? G : static_cast<int32_t>(static_cast<uint32_t>(hd::load(repk + R)));
     }
 
     TESSERA_HOSTDEV void merge(int32_t i) const {
-        const int32_t x = hd::load(open[counts_round() & 1] + i), R = hd::load(link + x);
-        if (R == x) return;
-        hd::atomic_add(charge + R, hd::load(charge + x));
-        if (R == G) return;  // the ground's members are never listed again
-        const int32_t prev = hd::atomic_exch(tail + R, hd::load(tail + x));
-        hd::store(next_member + prev, x);
+        int32_t R;
+        const int32_t z = tree_member(i, R);
+        const int32_t P = representative(R);
+        if (z == P) {
+            if (R != z) hd::store(link + z, z);  // the representative was linked to its root
+            return;
+        }
+        hd::store(link + z, P);
+        hd::atomic_add(charge + P, hd::load(charge + z));
+        if (z == get(&counts->big)) hd::store(&counts->big_to, P);  // the parked cluster absorbed
+        if (P == G) return;  // the ground's members are never listed again
+        hd::atomic_add(size + P, hd::load(size + z));
+        const int32_t prev = hd::atomic_exch(tail + P, hd::load(tail + z));
+        hd::store(next_member + prev, z);
+    }
+
+    // Each representative: its key for the next rounds; the first large open one parks. The
+    // parked cluster absorbed: its successor takes bmem over (the ground: none).
+    TESSERA_HOSTDEV void fix(int32_t i) const {
+        RoundCounts* c = counts;
+        const int32_t to = get(&c->big_to);
+        if (i == 0 && to >= 0) {
+            hd::store(&c->hand_from, get(&c->big));
+            hd::store(&c->hand, get(&c->bcount));
+            hd::store(&c->big, to == G ? -1 : to);
+        }
+        int32_t R;
+        const int32_t z = tree_member(i, R);
+        if (hd::load(link + z) != z || z == G) return;
+        const int32_t sz = hd::load(size + z);
+        hd::store(repk + z, rep_key(sz, z));
+        if (to < 0 && sz >= tune.big_min && is_open(z) && get(&c->big) < 0 &&
+            hd::atomic_cas(&c->big, -1, z) == -1) {
+            hd::store(&c->bcount, 0), hd::store(&c->bsorted, 0), hd::store(&c->hot, 0);
+            hd::store(&c->theta, RankKeys::kNone);
+            hd::store(&c->parks, get(&c->parks) + 1);
+        }
+    }
+
+    // Node v of cluster R joins P: its label, and the next round's lists.
+    TESSERA_HOSTDEV void join(int32_t v, int32_t P) const {
+        hd::store(label + v, P);
+        if (P == get(&counts->big)) {
+            const int32_t at = hd::claim_slot(&counts->bcount);
+            if (at >= nodes()) return fail(8);
+            hd::store(bmem + at, v);
+        } else if (is_open(P)) {
+            add_next(v, P);
+        }
     }
 
     TESSERA_HOSTDEV void add_next(int32_t v, int32_t R) const {
@@ -272,22 +508,40 @@ struct RoundState {
         }
     }
 
-    TESSERA_HOSTDEV void relabel(int32_t i) const {
-        const int32_t v = hd::load(active[counts_round() & 1] + i);
-        const int32_t R = hd::load(link + hd::load(label + v));
-        hd::store(label + v, R);
-        if (is_open(R)) add_next(v, R);
-    }
-
+    // A closed root joined: its members (still labelled R) join P, unless they are bmem's
+    // already (R was parked at the round's start) or a scan wakes them.
     TESSERA_HOSTDEV void wake(int32_t i) const {
         const int32_t R = hd::load(reopened + i);
-        if (!is_open(R)) return;
+        if (R == get(&counts->big_prev) || hd::load(scan_stamp + R) == counts_round()) return;
+        const int32_t P = hd::load(link + R);
+        if (P == R && !is_open(P) && P != get(&counts->big)) return;
+        const int32_t end = hd::load(old_tail + R);
         int32_t steps = 0;
-        for (int32_t v = R;; v = hd::load(next_member + v)) {
+        for (int32_t v = R;;) {
             if (v < 0 || ++steps > n + L + 1) return fail(7);
-            add_next(v, R);
-            if (v == hd::load(old_tail + R)) break;
+            const int32_t next = hd::load(next_member + v);  // before join: v's list stays
+            join(v, P);
+            if (v == end) break;
+            v = next;
         }
+    }
+
+    TESSERA_HOSTDEV void scan(int32_t v) const {
+        const int32_t R = hd::load(label + v);
+        if (R == G || hd::load(scan_stamp + R) != counts_round()) return;
+        const int32_t P = hd::load(link + R);
+        if (P == R && !is_open(P) && P != get(&counts->big)) return;
+        join(v, P);
+    }
+
+    TESSERA_HOSTDEV void relabel(int32_t i) const {
+        const int32_t a = get(&counts->active);
+        if (i >= a) {  // the parked cluster's members, handed to its successor
+            hd::store(label + hd::load(bmem + (i - a)), get(&counts->big_to));
+            return;
+        }
+        const int32_t v = hd::load(active[counts_round() & 1] + i);
+        join(v, hd::load(link + hd::load(label + v)));
     }
 
     TESSERA_HOSTDEV void fail(int32_t step) const { hd::store(&counts->broken, step); }
@@ -296,14 +550,42 @@ struct RoundState {
     // Counts that atomics changed are read through L2: an SM's L1 may hold a stale copy.
     TESSERA_HOSTDEV void finish_round() const {
         RoundCounts* c = counts;
-        hd::store(&c->searched, hd::load(&c->searched) + hd::load(&c->active));
-        hd::store(&c->active, hd::load(&c->next_active));
-        hd::store(&c->open, hd::load(&c->next_open));
+        if (get(&c->open) == 0) return;  // none open: no round was run
+        hd::store(&c->searched, hd::load(&c->searched) + get(&c->active) +
+                                    (get(&c->bopen) ? get(&c->hot) + get(&c->bsorted_next) - get(&c->bsorted) : 0) +
+                                    (get(&c->full) ? get(&c->bcount) : 0));
+        if (get(&c->bopen)) {
+            hd::store(&c->hot, get(&c->next_hot)), hd::store(&c->bsorted, get(&c->bsorted_next));
+        }
+        hd::store(&c->next_hot, 0), hd::store(&c->full, 0);
+        if (get(&c->big_to) >= 0 && get(&c->big) < 0) {  // the parked cluster joined the ground
+            hd::store(&c->bcount, 0), hd::store(&c->bsorted, 0), hd::store(&c->hot, 0);
+            hd::store(&c->theta, RankKeys::kNone);
+        }
+        if (get(&c->scan)) hd::store(&c->scans, get(&c->scans) + 1);
+        hd::store(&c->big_to, -1), hd::store(&c->hand_from, -1), hd::store(&c->hand, 0), hd::store(&c->scan, 0);
+        int32_t big = get(&c->big);
+        if (big >= 0 && !is_open(big)) {  // closed: the slot is freed (its member list stays whole)
+            big = -1;
+            hd::store(&c->big, -1), hd::store(&c->bcount, 0), hd::store(&c->bsorted, 0), hd::store(&c->hot, 0);
+            hd::store(&c->theta, RankKeys::kNone);
+        }
+        const int32_t round = get(&c->round);
+        hd::store(&c->active, get(&c->next_active));
+        int32_t open_next = get(&c->next_open);
+        hd::store(&c->bopen, 0);
+        if (big >= 0 && is_open(big)) {
+            hd::store(stamp + big, round + 1);
+            hd::store(best + big, RankKeys::kNone);
+            hd::store(open[(round + 1) & 1] + open_next, big);
+            ++open_next;
+            hd::store(&c->bopen, 1);
+        }
+        hd::store(&c->open, open_next);
+        hd::store(&c->big_prev, big);
         hd::store(&c->next_active, 0), hd::store(&c->next_open, 0), hd::store(&c->reopened, 0);
-        hd::store(&c->round, hd::load(&c->round) + 1);
+        hd::store(&c->round, round + 1);
     }
-
-    TESSERA_HOSTDEV int32_t counts_round() const { return hd::load(&counts->round); }
 };
 
 }  // namespace tessera

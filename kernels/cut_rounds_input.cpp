@@ -7,49 +7,71 @@
 
 namespace tessera {
 
-bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, RoundInput& in) {
+bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, RoundInput& in,
+                      bool bitmap) {
+    const int64_t n = static_cast<int64_t>(res.size());
+    // One pass: the weights' and the box's bounds, and whether any residue touches a lake.
+    int64_t w_max = 0, r0 = H, c0 = W, r1 = -1, c1 = -1;
+    int64_t lakes = 0;
+#pragma omp parallel for schedule(static) reduction(max : w_max, r1, c1) reduction(min : r0, c0) reduction(+ : lakes) if (n >= 65536)
+    for (int64_t i = 0; i < n; ++i) {
+        const ClusterResidue& x = res[static_cast<size_t>(i)];
+        w_max = std::max(w_max, ground_choice(x.res.r, x.res.c, H, W).weight);
+        r0 = std::min<int64_t>(r0, x.res.r), r1 = std::max<int64_t>(r1, x.res.r);
+        c0 = std::min<int64_t>(c0, x.res.c), c1 = std::max<int64_t>(c1, x.res.c);
+        lakes += (x.lake[0] >= 0) + (x.lake[1] >= 0);
+    }
     std::vector<int64_t> lake_ids;
-    for (const ClusterResidue& x : res)
-        for (int64_t l : x.lake)
-            if (l >= 0) lake_ids.push_back(l);
-    std::sort(lake_ids.begin(), lake_ids.end());
-    lake_ids.erase(std::unique(lake_ids.begin(), lake_ids.end()), lake_ids.end());
-    const int64_t n = static_cast<int64_t>(res.size()), L = static_cast<int64_t>(lake_ids.size());
+    if (lakes > 0) {
+        lake_ids.reserve(static_cast<size_t>(lakes));
+        for (const ClusterResidue& x : res)
+            for (int64_t l : x.lake)
+                if (l >= 0) lake_ids.push_back(l);
+        std::sort(lake_ids.begin(), lake_ids.end());
+        lake_ids.erase(std::unique(lake_ids.begin(), lake_ids.end()), lake_ids.end());
+    }
+    const int64_t L = static_cast<int64_t>(lake_ids.size());
     if (n + L + 2 >= std::numeric_limits<int32_t>::max()) return false;
-    int64_t w_max = 0;
-    for (const ClusterResidue& x : res) w_max = std::max(w_max, ground_choice(x.res.r, x.res.c, H, W).weight);
     RankKeys keys;
     if (!RankKeys::fit(n, L, w_max, keys)) return false;
 
     in = RoundInput{};
     in.n = static_cast<int32_t>(n), in.L = static_cast<int32_t>(L), in.H = H, in.W = W, in.radius = radius;
     in.keys = keys;
+    if (n > 0) in.r0 = r0, in.c0 = c0, in.rows = r1 - r0 + 1, in.cols = c1 - c0 + 1;
     in.rr.resize(res.size()), in.rc.resize(res.size()), in.sign.resize(res.size());
-    in.lake_node.assign(2 * res.size(), -1);
+    in.lake_node.resize(2 * res.size());
     in.adj_start.assign(static_cast<size_t>(L) + 1, 0);
     auto node_of = [&](int64_t l) {
         return l == kGroundedLake ? in.n + in.L
                                   : in.n + static_cast<int32_t>(std::lower_bound(lake_ids.begin(), lake_ids.end(), l) - lake_ids.begin());
     };
-    for (size_t i = 0; i < res.size(); ++i) {
-        const ClusterResidue& x = res[i];
-        in.rr[i] = x.res.r, in.rc[i] = x.res.c, in.sign[i] = x.res.sign;
+#pragma omp parallel for schedule(static) if (n >= 65536)
+    for (int64_t i = 0; i < n; ++i) {
+        const ClusterResidue& x = res[static_cast<size_t>(i)];
+        in.rr[static_cast<size_t>(i)] = x.res.r, in.rc[static_cast<size_t>(i)] = x.res.c, in.sign[static_cast<size_t>(i)] = x.res.sign;
         for (int s = 0; s < 2; ++s) {
             const int64_t l = x.lake[s];
-            if (l == kNoLake || (s == 1 && l == x.lake[0])) continue;
-            in.lake_node[2 * i + static_cast<size_t>(s)] = node_of(l);
-            if (l >= 0) ++in.adj_start[static_cast<size_t>(node_of(l) - in.n) + 1];
+            const bool none = l == kNoLake || (s == 1 && l == x.lake[0]);
+            in.lake_node[2 * static_cast<size_t>(i) + static_cast<size_t>(s)] = none ? -1 : node_of(l);
         }
     }
-    for (size_t k = 1; k < in.adj_start.size(); ++k) in.adj_start[k] += in.adj_start[k - 1];
-    in.adj.resize(static_cast<size_t>(in.adj_start.back()));
-    std::vector<int32_t> fill(in.adj_start.begin(), in.adj_start.end() - 1);
-    for (size_t i = 0; i < res.size(); ++i)  // ascending residue within each lake
-        for (int s = 0; s < 2; ++s) {
-            const int32_t ln = in.lake_node[2 * i + static_cast<size_t>(s)];
-            if (ln >= 0 && ln < in.n + in.L) in.adj[static_cast<size_t>(fill[static_cast<size_t>(ln - in.n)]++)] = static_cast<int32_t>(i);
-        }
-    in.occupied = PlaquetteBitmap(res, H, W);
+    if (L > 0) {  // each lake's residues, ascending
+        for (size_t i = 0; i < res.size(); ++i)
+            for (int s = 0; s < 2; ++s) {
+                const int32_t ln = in.lake_node[2 * i + static_cast<size_t>(s)];
+                if (ln >= 0 && ln < in.n + in.L) ++in.adj_start[static_cast<size_t>(ln - in.n) + 1];
+            }
+        for (size_t k = 1; k < in.adj_start.size(); ++k) in.adj_start[k] += in.adj_start[k - 1];
+        in.adj.resize(static_cast<size_t>(in.adj_start.back()));
+        std::vector<int32_t> fill(in.adj_start.begin(), in.adj_start.end() - 1);
+        for (size_t i = 0; i < res.size(); ++i)
+            for (int s = 0; s < 2; ++s) {
+                const int32_t ln = in.lake_node[2 * i + static_cast<size_t>(s)];
+                if (ln >= 0 && ln < in.n + in.L) in.adj[static_cast<size_t>(fill[static_cast<size_t>(ln - in.n)]++)] = static_cast<int32_t>(i);
+            }
+    }
+    if (bitmap) in.occupied = PlaquetteBitmap(res, H, W);
     return true;
 }
 
@@ -68,38 +90,44 @@ void cuts_from_codes(std::span<const ClusterResidue> res, std::span<const uint64
     }
 }
 
-void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts) {
+void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts, const RoundTuning& tune) {
     const size_t N = static_cast<size_t>(in.nodes());
-    std::vector<int32_t> label(N), charge(N, 0), target(N, -1), lake_cursor(in.adj_start.begin(), in.adj_start.end() - 1);
-    std::vector<int32_t> next_member(N, -1), tail(N), old_tail(N, -1), link(N), stamp(N, 0), reopen_stamp(N, 0);
-    std::vector<int32_t> active0(N), active1(N), open0(N), open1(N), reopened(N);
-    std::vector<uint64_t> key(N, RankKeys::kNone), best(N, RankKeys::kNone), cuts(N);
+    std::vector<int32_t> label(N), charge(N, 0), size(N, 1), target(N, -1), lake_cursor(in.adj_start.begin(), in.adj_start.end() - 1);
+    std::vector<int32_t> next_member(N, -1), tail(N), old_tail(N, -1), link(N), stamp(N, 0), reopen_stamp(N, 0), scan_stamp(N, 0);
+    std::vector<int32_t> active0(N), active1(N), open0(N), open1(N), reopened(N), bmem(N), hot0(N), hot1(N);
+    std::vector<uint64_t> key(N, RankKeys::kNone), best(N, RankKeys::kNone), cuts(N), repk(N), sample(kThetaSample);
     std::vector<RingCursor> cursor(static_cast<size_t>(in.n));
-    for (size_t v = 0; v < N; ++v) label[v] = tail[v] = link[v] = static_cast<int32_t>(v);
+    for (size_t v = 0; v < N; ++v) {
+        label[v] = tail[v] = link[v] = static_cast<int32_t>(v);
+        repk[v] = rep_key(1, static_cast<int32_t>(v));
+    }
+    repk[N - 1] = RankKeys::kNone;  // the ground represents its tree
     for (int32_t v = 0; v < in.n; ++v) charge[v] = in.sign[v], stamp[v] = 1, active0[v] = open0[v] = v;
     counts = RoundCounts{};
     counts.active = counts.open = in.n;
     RoundState s;
-    s.n = in.n, s.L = in.L, s.G = in.n + in.L, s.H = in.H, s.W = in.W, s.radius = in.radius;
+    s.n = in.n, s.L = in.L, s.G = in.n + in.L, s.H = in.H, s.W = in.W, s.radius = in.radius, s.tune = tune;
     s.rr = in.rr.data(), s.rc = in.rc.data(), s.lake_node = in.lake_node.data();
     s.adj_start = in.adj_start.data(), s.adj = in.adj.data(), s.occ = in.occupied.view(), s.keys = in.keys;
-    s.label = label.data(), s.charge = charge.data(), s.key = key.data(), s.target = target.data();
+    s.label = label.data(), s.charge = charge.data(), s.size = size.data(), s.repk = repk.data();
+    s.key = key.data(), s.target = target.data();
     s.cursor = cursor.data(), s.lake_cursor = lake_cursor.data(), s.next_member = next_member.data();
     s.tail = tail.data(), s.old_tail = old_tail.data(), s.best = best.data(), s.link = link.data();
-    s.stamp = stamp.data(), s.reopen_stamp = reopen_stamp.data();
+    s.stamp = stamp.data(), s.reopen_stamp = reopen_stamp.data(), s.scan_stamp = scan_stamp.data();
+    s.bmem = bmem.data(), s.hot[0] = hot0.data(), s.hot[1] = hot1.data(), s.sample = sample.data();
     s.active[1] = active0.data(), s.active[0] = active1.data(), s.open[1] = open0.data(), s.open[0] = open1.data();  // round 1's: [1]
     s.reopened = reopened.data(), s.cuts = cuts.data(), s.counts = &counts;
     while (counts.open > 0) {
-        for (int32_t i = 0; i < counts.active; ++i) s.search(i);
-        for (int32_t i = 0; i < counts.open; ++i) s.pick(i);
-        for (int32_t i = 0; i < counts.open; ++i) s.jump(i);
-        for (int32_t i = 0; i < counts.open; ++i) s.settle(i);
-        for (int32_t i = 0; i < counts.open; ++i) s.reopen(i);
-        for (int32_t i = 0; i < counts.open; ++i) s.merge(i);
-        for (int32_t i = 0; i < counts.active; ++i) s.relabel(i);
-        for (int32_t i = 0, e = counts.reopened; i < e; ++i) s.wake(i);
-        s.finish_round();
-        if (counts.broken) throw std::logic_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken");
+        for (int k = 0; k < kRoundSteps; ++k) {
+            const RoundStep step = static_cast<RoundStep>(k);
+            if (step == kSort) {  // the device sorts the sample in one block
+                if (counts.full) std::sort(sample.begin(), sample.begin() + s.sample_size());
+                continue;
+            }
+            for (int32_t i = 0, e = s.step_count(step); i < e; ++i) s.step(step, i);
+            if (counts.broken)
+                throw std::logic_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken");
+        }
     }
     codes.assign(cuts.begin(), cuts.begin() + counts.cuts);
     std::sort(codes.begin(), codes.end());

@@ -17,21 +17,25 @@ struct RoundInput {
     std::vector<int32_t> rr, rc, sign;
     std::vector<int32_t> lake_node;       // 2 per residue: n + lake index, n + L (grounded), -1
     std::vector<int32_t> adj_start, adj;  // each lake's residues, ascending
-    PlaquetteBitmap occupied;
+    int64_t r0 = 0, c0 = 0, rows = 0, cols = 0;  // the residues' bounding box (the bitmap's)
+    PlaquetteBitmap occupied;  // empty when made without it (the device builds its own)
     RankKeys keys;
     int32_t nodes() const { return n + L + 1; }
 };
 
 // `res` as cut_clusters takes it. False (and nothing made) when the dense-rank keys would not
-// fit in 64 bits or the nodes in int32: the caller keeps the host rule.
-bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, RoundInput& in);
+// fit in 64 bits or the nodes in int32: the caller keeps the host rule. Without `bitmap` the
+// occupancy bitmap is left to the caller (the device builds it from rr, rc and the box).
+bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, RoundInput& in,
+                      bool bitmap = true);
 
 // The cuts of sorted cut codes (cut_code), appended to `out` in cut_order.
 void cuts_from_codes(std::span<const ClusterResidue> res, std::span<const uint64_t> codes, int64_t H, int64_t W,
                      std::vector<Cut>& out);
 
 // The rounds as a serial loop over each step's index range (tests: the device's steps on the
-// host). Cut codes sorted.
-void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts);
+// host; `tune` small runs the parked cluster's paths on small sets). Cut codes sorted.
+void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts,
+                       const RoundTuning& tune = RoundTuning{});
 
 }  // namespace tessera

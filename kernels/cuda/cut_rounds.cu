@@ -2,7 +2,9 @@
 // over the round's lists; once few nodes are open (the serial tail: a few clusters each taking
 // one neighbour a round, thousands of rounds) one block runs round after round in one launch,
 // __syncthreads between the steps, so launches stop costing a round.
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include <chrono>
 #include <cstdio>
@@ -25,54 +27,58 @@ constexpr int kBlockThreads = 1024;
 constexpr int32_t kBlockFrom = 32768, kBlockUpTo = 131072;
 constexpr int kWideBatch = 4;
 
-enum Step { kSearch, kPick, kJump, kSettle, kReopen, kMerge, kRelabel, kWake };
-constexpr int kSteps = 8;
-__constant__ const Step kRoundSteps[kSteps] = {kSearch, kPick, kJump, kSettle, kReopen, kMerge, kRelabel, kWake};
-constexpr Step kHostSteps[kSteps] = {kSearch, kPick, kJump, kSettle, kReopen, kMerge, kRelabel, kWake};
+__global__ void step_kernel(RoundState s, RoundStep which) {
+    const int32_t n = s.step_count(which);
+    for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) s.step(which, i);
+}
 
-__device__ __forceinline__ void step(const RoundState& s, Step which, int32_t i) {
-    switch (which) {
-        case kSearch: s.search(i); break;
-        case kPick: s.pick(i); break;
-        case kJump: s.jump(i); break;
-        case kSettle: s.settle(i); break;
-        case kReopen: s.reopen(i); break;
-        case kMerge: s.merge(i); break;
-        case kRelabel: s.relabel(i); break;
-        case kWake: s.wake(i); break;
+__global__ void single_kernel(RoundState s, RoundStep which) { s.step(which, 0); }
+
+using SampleSort = cub::BlockRadixSort<unsigned long long, kBlockThreads, kThetaSample / kBlockThreads>;
+static_assert(kThetaSample % kBlockThreads == 0);
+
+// The parked cluster's key sample sorted by one block of kBlockThreads (after a full search).
+__device__ void sort_sample(const RoundState& s, SampleSort::TempStorage& temp) {
+    if (!hd::load(&s.counts->full)) return;
+    const int32_t S = s.sample_size();
+    constexpr int kItems = kThetaSample / kBlockThreads;
+    unsigned long long k[kItems];
+    for (int j = 0; j < kItems; ++j) {
+        const int32_t at = threadIdx.x * kItems + j;
+        k[j] = at < S ? hd::load(s.sample + at) : RankKeys::kNone;
+    }
+    SampleSort(temp).Sort(k);
+    for (int j = 0; j < kItems; ++j) {
+        const int32_t at = threadIdx.x * kItems + j;
+        if (at < S) hd::store(s.sample + at, static_cast<uint64_t>(k[j]));
     }
 }
 
-__device__ __forceinline__ int32_t step_count(const RoundState& s, Step which) {
-    const RoundCounts* c = s.counts;
-    if (which == kSearch || which == kRelabel) return hd::load(&c->active);
-    if (which == kWake) return hd::load(&c->reopened);
-    return hd::load(&c->open);
-}
-
-__global__ void step_kernel(RoundState s, Step which) {
-    const int32_t n = step_count(s, which);
-    for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) step(s, which, i);
-}
-
-__global__ void finish_kernel(RoundState s) {
-    if (hd::load(&s.counts->open) > 0) s.finish_round();  // none open: no round was run
+__global__ void __launch_bounds__(kBlockThreads) sort_kernel(RoundState s) {
+    __shared__ SampleSort::TempStorage temp;
+    sort_sample(s, temp);
 }
 
 // Rounds in one block while at most max_active nodes are active and some cluster is open.
 __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int32_t max_active) {
+    __shared__ SampleSort::TempStorage temp;
     for (;;) {
         const int32_t active = hd::load(&s.counts->active), open = hd::load(&s.counts->open);
+        const int32_t work = active + (hd::load(&s.counts->bopen) ? hd::load(&s.counts->hot) : 0);
         __syncthreads();  // every thread has read the counts before thread 0 changes them
-        if (open == 0 || active > max_active || hd::load(&s.counts->broken)) return;
-        for (int k = 0; k < kSteps; ++k) {
-            const Step which = kRoundSteps[k];
-            const int32_t n = step_count(s, which);
-            for (int32_t i = threadIdx.x; i < n; i += blockDim.x) step(s, which, i);
+        if (open == 0 || work > max_active || hd::load(&s.counts->broken)) return;
+        for (int k = 0; k < kRoundSteps; ++k) {
+            const RoundStep which = static_cast<RoundStep>(k);
+            if (which == kSort) {
+                sort_sample(s, temp);
+            } else if (which == kCheck || which == kTheta || which == kFinish) {
+                if (threadIdx.x == 0) s.step(which, 0);
+            } else {
+                const int32_t n = s.step_count(which);
+                for (int32_t i = threadIdx.x; i < n; i += blockDim.x) s.step(which, i);
+            }
             __syncthreads();
         }
-        if (threadIdx.x == 0) s.finish_round();
-        __syncthreads();
     }
 }
 
@@ -81,15 +87,42 @@ __global__ void init_kernel(RoundState s, const int32_t* sign) {
     for (int32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < N; v += gridDim.x * blockDim.x) {
         s.label[v] = s.tail[v] = s.link[v] = v;
         s.charge[v] = v < s.n ? sign[v] : 0;
+        s.size[v] = 1;
+        s.repk[v] = v == s.G ? RankKeys::kNone : rep_key(1, v);
         s.target[v] = -1, s.next_member[v] = -1, s.old_tail[v] = -1;
         s.key[v] = RankKeys::kNone, s.best[v] = RankKeys::kNone;
-        s.stamp[v] = v < s.n ? 1 : 0, s.reopen_stamp[v] = 0;
+        s.stamp[v] = v < s.n ? 1 : 0, s.reopen_stamp[v] = 0, s.scan_stamp[v] = 0;
         if (v < s.n) {
             s.cursor[v] = RingCursor{};
             s.active[1][v] = s.open[1][v] = v;  // round 1's lists
         } else if (v < s.n + s.L) {
             s.lake_cursor[v - s.n] = s.adj_start[v - s.n];
         }
+    }
+}
+
+// The plaquette bitmap (kernels/plaquette_bitmap.h) on the device, from the residues (sorted
+// by id, so a plaquette's residues are contiguous): bits, a plaquette's first residue flagged.
+__global__ void occupy_kernel(const int32_t* rr, const int32_t* rc, int32_t n, PlaquetteBits occ,
+                              unsigned long long* bits, int32_t* flag) {
+    for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const int64_t b = occ.bit(rr[i], rc[i]);
+        atomicOr(bits + (b >> 6), 1ull << (b & 63));
+        flag[i] = i == 0 || occ.bit(rr[i - 1], rc[i - 1]) != b;
+    }
+}
+
+__global__ void popcount_kernel(const uint64_t* bits, int64_t words, int32_t* out) {
+    for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; w < words;
+         w += static_cast<int64_t>(gridDim.x) * blockDim.x)
+        out[w] = __popcll(bits[w]);
+}
+
+// first[k]: the first residue of the k-th occupied plaquette; n after the last.
+__global__ void first_kernel(const int32_t* flag, const int32_t* at, int32_t n, int32_t* first) {
+    for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        if (flag[i]) first[at[i]] = i;
+        if (i == n - 1) first[at[i] + flag[i]] = n;
     }
 }
 
@@ -102,6 +135,20 @@ StreamBuffer<T> upload(const T* src, size_t n, cudaStream_t s) {
     StreamBuffer<T> d(n, s, "cut rounds: cudaMallocAsync");
     if (n) check(cudaMemcpyAsync(d.get(), src, n * sizeof(T), cudaMemcpyHostToDevice, s), "cut rounds: upload");
     return d;
+}
+
+// A wide step's threads, from the host's last look at the counts (up to kWideBatch rounds old:
+// the threads loop to the device's counts).
+int64_t wide_estimate(const RoundCounts& c, RoundStep which, int64_t N) {
+    switch (which) {
+        case kSearch: return c.active + c.hot + c.bcount - c.bsorted;
+        case kFull: case kSift: return c.bcount;
+        case kSample: return kThetaSample;
+        case kScan: return N;
+        case kRelabel: return c.active + c.bcount;
+        case kMerge: case kFix: case kWake: return 2 * static_cast<int64_t>(c.open);
+        default: return c.open;
+    }
 }
 
 double ms_since(std::chrono::steady_clock::time_point& t) {
@@ -125,11 +172,36 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     auto lake_node = upload(in.lake_node, 2 * n, s);
     auto adj_start = upload(in.adj_start, static_cast<size_t>(in.L) + 1, s);
     auto adj = upload(in.adj, static_cast<size_t>(in.n_adj), s);
-    auto bits = upload(in.bits, static_cast<size_t>(in.n_words), s);
-    auto word_rank = upload(in.word_rank, static_cast<size_t>(in.n_words), s);
-    auto first = upload(in.first, static_cast<size_t>(in.n_first), s);
-    StreamBuffer<int32_t> i32(N * 14 + static_cast<size_t>(in.L) + 1, s, "cut rounds: node arrays");
-    StreamBuffer<uint64_t> u64(N * 3, s, "cut rounds: keys");
+    // The bitmap: the caller's, or built here from rr, rc and the box.
+    const int64_t n_words = in.bits ? in.n_words : (in.rows * in.cols + 63) / 64;
+    StreamBuffer<uint64_t> bits(static_cast<size_t>(n_words), s, "cut rounds: bitmap");
+    StreamBuffer<int32_t> word_rank(static_cast<size_t>(n_words), s, "cut rounds: word ranks");
+    StreamBuffer<int32_t> first(in.bits ? static_cast<size_t>(in.n_first) : n + 1, s, "cut rounds: first residues");
+    const PlaquetteBits box{nullptr, nullptr, nullptr, in.r0, in.c0, in.rows, in.cols};
+    if (in.bits) {
+        check(cudaMemcpyAsync(bits.get(), in.bits, static_cast<size_t>(n_words) * 8, cudaMemcpyHostToDevice, s), "cut rounds: upload");
+        check(cudaMemcpyAsync(word_rank.get(), in.word_rank, static_cast<size_t>(n_words) * 4, cudaMemcpyHostToDevice, s),
+              "cut rounds: upload");
+        check(cudaMemcpyAsync(first.get(), in.first, static_cast<size_t>(in.n_first) * 4, cudaMemcpyHostToDevice, s),
+              "cut rounds: upload");
+    } else {
+        check(cudaMemsetAsync(bits.get(), 0, static_cast<size_t>(n_words) * 8, s), "cut rounds: bitmap");
+        StreamBuffer<int32_t> flag(n, s, "cut rounds: flags"), at(n, s, "cut rounds: flags"),
+            pop(static_cast<size_t>(n_words), s, "cut rounds: popcounts");
+        occupy_kernel<<<grid_for(in.n), kThreads, 0, s>>>(rr.get(), rc.get(), in.n, box,
+                                                          reinterpret_cast<unsigned long long*>(bits.get()), flag.get());
+        popcount_kernel<<<grid_for(n_words), kThreads, 0, s>>>(bits.get(), n_words, pop.get());
+        size_t b1 = 0, b2 = 0;
+        check(cub::DeviceScan::ExclusiveSum(nullptr, b1, pop.get(), word_rank.get(), n_words, s), "cut rounds: scan");
+        check(cub::DeviceScan::ExclusiveSum(nullptr, b2, flag.get(), at.get(), in.n, s), "cut rounds: scan");
+        StreamBuffer<char> temp(std::max(b1, b2), s, "cut rounds: scan space");
+        check(cub::DeviceScan::ExclusiveSum(temp.get(), b1, pop.get(), word_rank.get(), n_words, s), "cut rounds: scan");
+        check(cub::DeviceScan::ExclusiveSum(temp.get(), b2, flag.get(), at.get(), in.n, s), "cut rounds: scan");
+        first_kernel<<<grid_for(in.n), kThreads, 0, s>>>(flag.get(), at.get(), in.n, first.get());
+        check(cudaGetLastError(), "cut rounds: bitmap");
+    }
+    StreamBuffer<int32_t> i32(N * 19 + static_cast<size_t>(in.L) + 1, s, "cut rounds: node arrays");
+    StreamBuffer<uint64_t> u64(N * 4 + kThetaSample, s, "cut rounds: keys");
     StreamBuffer<RingCursor> cursor(n, s, "cut rounds: cursors");
     StreamBuffer<RoundCounts> dcounts(1, s, "cut rounds: counts");
 
@@ -137,13 +209,16 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     st.n = in.n, st.L = in.L, st.G = in.n + in.L, st.H = in.H, st.W = in.W, st.radius = in.radius, st.keys = in.keys;
     st.rr = rr.get(), st.rc = rc.get(), st.lake_node = lake_node.get(), st.adj_start = adj_start.get(), st.adj = adj.get();
     st.occ = PlaquetteBits{bits.get(), word_rank.get(), first.get(), in.r0, in.c0, in.rows, in.cols};
+    (void)box;
     int32_t* p = i32.get();
     for (int32_t** a : {&st.label, &st.charge, &st.target, &st.next_member, &st.tail, &st.old_tail, &st.link,
                         &st.stamp, &st.reopen_stamp, &st.active[0], &st.active[1], &st.open[0], &st.open[1],
-                        &st.reopened})
+                        &st.reopened, &st.size, &st.scan_stamp, &st.bmem, &st.hot[0], &st.hot[1]})
         *a = p, p += N;
     st.lake_cursor = p;
-    st.key = u64.get(), st.best = u64.get() + N, st.cuts = u64.get() + 2 * N;
+    st.key = u64.get(), st.best = u64.get() + N, st.cuts = u64.get() + 2 * N, st.repk = u64.get() + 3 * N;
+    st.sample = u64.get() + 4 * N;
+    st.tune = in.tune;
     st.cursor = cursor.get();
     st.counts = dcounts.get();
     counts.active = counts.open = in.n;
@@ -157,7 +232,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     int trace_lines = 0;
     for (;;) {
         if (counts.open == 0) break;
-        const bool block = counts.active <= kBlockFrom;
+        const bool block = counts.active + (counts.bopen ? counts.hot : 0) <= kBlockFrom;
         if (block) {
             block_rounds<<<1, kBlockThreads, 0, s>>>(st, kBlockUpTo);
             ++times.block_launches;
@@ -166,11 +241,16 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
             // device (grid-stride loops, sized by the last counts seen), a round after the
             // last one does nothing.
             for (int r = 0; r < kWideBatch; ++r) {
-                for (const Step which : kHostSteps) {
-                    const int32_t m = which == kSearch || which == kRelabel ? counts.active : counts.open;
-                    step_kernel<<<grid_for(m), kThreads, 0, s>>>(st, which);
+                for (int k = 0; k < kRoundSteps; ++k) {
+                    const RoundStep which = static_cast<RoundStep>(k);
+                    if (which == kSort) {
+                        sort_kernel<<<1, kBlockThreads, 0, s>>>(st);
+                    } else if (which == kCheck || which == kTheta || which == kFinish) {
+                        single_kernel<<<1, 1, 0, s>>>(st, which);
+                    } else {
+                        step_kernel<<<grid_for(wide_estimate(counts, which, static_cast<int64_t>(N))), kThreads, 0, s>>>(st, which);
+                    }
                 }
-                finish_kernel<<<1, 1, 0, s>>>(st);
             }
         }
         check(cudaGetLastError(), "cut rounds: rounds");
@@ -181,8 +261,11 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         (block ? times.block : times.wide) += ms;
         if (block) times.block_rounds += counts.round - round_before;
         if (trace && ++trace_lines <= 200)
-            std::fprintf(stderr, "tessera: device rule %s to round %d: %d active, %d open, %d cuts, %.2f ms\n",
-                         block ? "one block" : "wide", counts.round, counts.active, counts.open, counts.cuts, ms);
+            std::fprintf(stderr,
+                         "tessera: device rule %s to round %d: %d active, %d open, %d cuts, parked %d (%d members, %d hot; "
+                         "%d full searches, %d scans, %d parks), %.2f ms\n",
+                         block ? "one block" : "wide", counts.round, counts.active, counts.open, counts.cuts, counts.big,
+                         counts.bcount, counts.hot, counts.fulls, counts.scans, counts.parks, ms);
         if (counts.broken)
             throw std::runtime_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken in round " +
                                      std::to_string(counts.round));

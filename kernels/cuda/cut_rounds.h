@@ -18,10 +18,11 @@ struct RoundArrays {
     const int32_t *rr = nullptr, *rc = nullptr, *sign = nullptr, *lake_node = nullptr;
     const int32_t *adj_start = nullptr, *adj = nullptr;
     int64_t n_adj = 0;
-    const uint64_t* bits = nullptr;
+    const uint64_t* bits = nullptr;  // null: built on the device from rr, rc and the box
     const int32_t *word_rank = nullptr, *first = nullptr;
     int64_t n_words = 0, n_first = 0;
     int64_t r0 = 0, c0 = 0, rows = 0, cols = 0;
+    RoundTuning tune;
 };
 
 // Where the device rule's time goes (TESSERA_TRACE), milliseconds, each phase synchronised.

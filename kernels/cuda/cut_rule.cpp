@@ -8,19 +8,22 @@ namespace tessera::cuda {
 
 bool cut_clusters_on_device(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
                             std::vector<Cut>& out, ClusterStats& stats, DeviceRuleTimes* times) {
+    return cut_clusters_on_device(res, H, W, radius, out, stats, times, RoundTuning{});
+}
+
+bool cut_clusters_on_device(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
+                            std::vector<Cut>& out, ClusterStats& stats, DeviceRuleTimes* times, const RoundTuning& tune) {
     Lap clock;
     DeviceRuleTimes local;
     DeviceRuleTimes& t = times ? *times : local;
     RoundInput in;
-    if (!make_round_input(res, H, W, radius, in)) return false;
+    if (!make_round_input(res, H, W, radius, in, /*bitmap=*/false)) return false;  // built on the device
     RoundArrays a;
+    a.tune = tune;
     a.n = in.n, a.L = in.L, a.H = H, a.W = W, a.radius = radius, a.keys = in.keys;
     a.rr = in.rr.data(), a.rc = in.rc.data(), a.sign = in.sign.data(), a.lake_node = in.lake_node.data();
     a.adj_start = in.adj_start.data(), a.adj = in.adj.data(), a.n_adj = static_cast<int64_t>(in.adj.size());
-    const PlaquetteBits occ = in.occupied.view();
-    a.bits = occ.bits, a.word_rank = occ.word_rank, a.first = occ.first;
-    a.n_words = static_cast<int64_t>(in.occupied.bits().size()), a.n_first = static_cast<int64_t>(in.occupied.first().size());
-    a.r0 = occ.r0, a.c0 = occ.c0, a.rows = occ.rows, a.cols = occ.cols;
+    a.r0 = in.r0, a.c0 = in.c0, a.rows = in.rows, a.cols = in.cols;
     t.setup = clock.next_ms();
     std::vector<uint64_t> codes;
     RoundCounts counts;

@@ -20,5 +20,8 @@ struct DeviceRuleTimes {
 // when the set does not fit the device's 64-bit keys (the caller keeps the host rule).
 bool cut_clusters_on_device(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
                             std::vector<Cut>& out, ClusterStats& stats, DeviceRuleTimes* times = nullptr);
+// The same with the parked cluster's tuning (tests: small ones run every path on small sets).
+bool cut_clusters_on_device(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
+                            std::vector<Cut>& out, ClusterStats& stats, DeviceRuleTimes* times, const RoundTuning& tune);
 
 }  // namespace tessera::cuda

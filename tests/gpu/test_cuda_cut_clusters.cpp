@@ -21,13 +21,13 @@ namespace {
 using testing::random_residues;
 
 void expect_device_equals_host(const std::vector<ClusterResidue>& res, int64_t H, int64_t W, int64_t R,
-                               const std::string& what) {
+                               const std::string& what, const RoundTuning& tune = RoundTuning{}) {
     std::vector<Cut> expect;
     ClusterStats hs;
     cut_clusters(res, H, W, R, expect, hs);
     std::vector<Cut> got;
     ClusterStats ds;
-    ASSERT_TRUE(cuda::cut_clusters_on_device(res, H, W, R, got, ds)) << what;
+    ASSERT_TRUE(cuda::cut_clusters_on_device(res, H, W, R, got, ds, nullptr, tune)) << what;
     ASSERT_EQ(got.size(), expect.size()) << what << " R " << R;
     for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expect[i]) << what << " cut " << i << " R " << R;
     EXPECT_EQ(ds.pairs, hs.pairs) << what;
@@ -48,6 +48,27 @@ TEST(CudaCutClusters, RandomSetsWithLakesEqualTheHostRule) {
     for (uint32_t seed : {11u, 12u, 13u}) {
         const auto res = testing::with_many_lakes(random_residues(400, 500, 40000, seed, true), seed + 7, 15, 300);
         for (int64_t R : {int64_t{2}, int64_t{16}}) expect_device_equals_host(res, 400, 500, R, "many lakes");
+    }
+}
+
+// Small tunings: clusters of a few members park, hot sets of a few keys, closed roots woken
+// by the scan; and a long serial tail (one charge wading through a field of +- pairs; with the
+// default tuning its cluster parks after about 8000 rounds).
+TEST(CudaCutClusters, ParkedClustersAndLongTailsEqualTheHostRule) {
+    SKIP_WITHOUT_GPU();
+    const RoundTuning tunings[] = {RoundTuning{}, RoundTuning{8, 4, 16, 2}, RoundTuning{64, 32, 128, 16},
+                                   RoundTuning{2, 1, 2, 0}};
+    for (const RoundTuning& tune : tunings) {
+        const std::string t = " big_min " + std::to_string(tune.big_min);
+        for (const testing::ResidueCase& cs : testing::kRuleCases) {
+            const auto res = testing::residue_case(cs);
+            for (int64_t R : {int64_t{4}, int64_t{16}})
+                expect_device_equals_host(res, cs.H, cs.W, R, "random seed " + std::to_string(cs.seed) + t, tune);
+        }
+        for (int lake_pct : {0, 3}) {
+            const auto res = testing::pair_field_with_one_charge(400, 440, 4, 21u + static_cast<uint32_t>(lake_pct), lake_pct);
+            for (int64_t R : {int64_t{3}, int64_t{16}}) expect_device_equals_host(res, 400, 440, R, "tail" + t, tune);
+        }
     }
 }
 

@@ -20,22 +20,30 @@ using testing::random_residues;
 using testing::with_lakes;
 using testing::with_many_lakes;
 
+// The default tuning, and small ones that park clusters of a few members, keep hot sets of
+// a few keys and wake most closed roots by a scan (every path of the parked cluster).
+const RoundTuning kTunings[] = {RoundTuning{}, RoundTuning{8, 4, 16, 2}, RoundTuning{64, 32, 128, 16},
+                                RoundTuning{2, 1, 2, 0}};
+
 void expect_same_as_host(const std::vector<ClusterResidue>& res, int64_t H, int64_t W, int64_t R) {
     std::vector<Cut> expect;
     ClusterStats st;
     cut_clusters(res, H, W, R, expect, st);
     RoundInput in;
     ASSERT_TRUE(make_round_input(res, H, W, R, in));
-    std::vector<uint64_t> codes;
-    RoundCounts counts;
-    run_rounds_serial(in, codes, counts);
-    std::vector<Cut> got;
-    cuts_from_codes(res, codes, H, W, got);
-    ASSERT_EQ(got.size(), expect.size()) << "R " << R;
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expect[i]) << "cut " << i << " R " << R;
-    EXPECT_EQ(counts.ground_cuts, st.ground_cuts);
-    EXPECT_EQ(counts.cuts - counts.ground_cuts, st.pairs);
-    EXPECT_EQ(counts.lake_joins, st.lake_joins);
+    for (const RoundTuning& tune : kTunings) {
+        SCOPED_TRACE("big_min " + std::to_string(tune.big_min) + " R " + std::to_string(R));
+        std::vector<uint64_t> codes;
+        RoundCounts counts;
+        run_rounds_serial(in, codes, counts, tune);
+        std::vector<Cut> got;
+        cuts_from_codes(res, codes, H, W, got);
+        ASSERT_EQ(got.size(), expect.size());
+        for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expect[i]) << "cut " << i;
+        EXPECT_EQ(counts.ground_cuts, st.ground_cuts);
+        EXPECT_EQ(counts.cuts - counts.ground_cuts, st.pairs);
+        EXPECT_EQ(counts.lake_joins, st.lake_joins);
+    }
 }
 
 TEST(CutRoundsSerial, SameCutsAsTheHostRule) {
@@ -63,6 +71,15 @@ TEST(CutRoundsSerial, SameCutsOnTheSceneResidues) {
         expect_same_as_host(res, s.rows, s.cols, 16);
     }
     EXPECT_GE(with_residues, 3);
+}
+
+// A long serial tail: one charge in the middle of a field of +- pairs wades through them,
+// one closed pair a round, towards the border (with and without lakes on the way).
+TEST(CutRoundsSerial, SameCutsOnALongTail) {
+    for (int lake_pct : {0, 3}) {
+        const auto res = testing::pair_field_with_one_charge(160, 200, 4, 21u + static_cast<uint32_t>(lake_pct), lake_pct);
+        for (int64_t R : {int64_t{3}, int64_t{16}}) expect_same_as_host(res, 160, 200, R);
+    }
 }
 
 TEST(CutRoundsSerial, KeyLayoutFitsOrRefuses) {

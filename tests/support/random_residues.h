@@ -96,4 +96,33 @@ inline const std::vector<ResidueCase> kRuleCases{{40, 50, 60, 1, false, 0},    {
                                                  {64, 64, 300, 3, true, 20},   {200, 180, 3000, 4, true, 10},
                                                  {300, 300, 500, 5, false, 30}, {128, 128, 4000, 6, true, 5}};
 
+// A field of +- pairs (one every `step` >= 3 plaquettes each way, partners side by side, random
+// jitter leaving other residues at least 2 away, the sign order random) and one extra +1 charge
+// in the middle; the border is farther than any neighbour: the rule's long serial tail (one
+// open cluster takes one closed pair a round, all of them). With
+// lake_pct, that share of the residues touch one of many inner lakes. Sorted by id.
+inline std::vector<ClusterResidue> pair_field_with_one_charge(int64_t H, int64_t W, int64_t step, uint32_t seed,
+                                                               int lake_pct) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> pct(0, 99), jitter(0, static_cast<int>(step) - 3);  // gaps of 2 or more
+    std::vector<Residue> res;
+    const int64_t mr = H / 2, mc = W / 2;
+    for (int64_t r = 6; r + step < H - 6; r += step)  // the border farther than any neighbour
+        for (int64_t c = 6; c + step < W - 6; c += step) {
+            const int64_t rr = r + jitter(rng), cc = c + jitter(rng);
+            if (rr == mr && (cc == mc || cc + 1 == mc)) continue;
+            const int sign = pct(rng) < 50 ? 1 : -1;
+            res.push_back({residue_id(rr, cc, W, 0), static_cast<int32_t>(rr), static_cast<int32_t>(cc), sign});
+            res.push_back({residue_id(rr, cc + 1, W, 0), static_cast<int32_t>(rr), static_cast<int32_t>(cc + 1), -sign});
+        }
+    res.push_back({residue_id(mr, mc, W, 0), static_cast<int32_t>(mr), static_cast<int32_t>(mc), 1});
+    std::sort(res.begin(), res.end(), [](const Residue& a, const Residue& b) { return a.id < b.id; });
+    res.erase(std::unique(res.begin(), res.end(), [](const Residue& a, const Residue& b) { return a.id == b.id; }),
+              res.end());
+    if (lake_pct > 0) return with_many_lakes(res, seed + 1, lake_pct, 40);
+    std::vector<ClusterResidue> out;
+    for (const Residue& x : res) out.push_back(ClusterResidue{x, {kNoLake, kNoLake}});
+    return out;
+}
+
 }  // namespace tessera::testing
