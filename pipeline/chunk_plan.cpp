@@ -13,7 +13,8 @@ ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles, bool scratch) {
     // CPU the Region's own beside them (union-find words, tile scratch: 18, measured from the
     // peak RSS against the chunk height at 4096^2).
     const int64_t arrays = 2 * (4 + 1 + 4 + (cycles ? 4 : 0));
-    return cuda ? ChunkBytes{arrays + (scratch ? 2 * kScratchOwnBytes : 0), 24} : ChunkBytes{arrays + 18, 0};
+    const int64_t words = scratch ? kScratchOwnBytes : 0;
+    return cuda ? ChunkBytes{arrays + 2 * words, 24} : ChunkBytes{arrays + 18 + words, 0};
 }
 
 ChunkBytes in_core_bytes_per_pixel(bool cuda, bool cycles) {

@@ -16,8 +16,8 @@ namespace tessera {
 struct ChunkBytes {
     int64_t host = 0, device = 0;
 };
-// With --scratch the CUDA host also holds two chunks' union-find words (8 each: the one going up,
-// the next read ahead); the CPU Region's own already counts the words it holds instead.
+// With --scratch the host also holds the union-find words (8) of the chunk read ahead in the third
+// pass, and on the CUDA backend those of the chunk going up (the CPU Region's own counts those).
 ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles, bool scratch = false);
 // Bytes a rank holds per pixel of its buffer window in one piece (section 8): the arrays
 // (phase 4, flags 1, labels 4, valid 1, k 4 when kept) and the stages' own, at most 16.

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <sys/statvfs.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -459,6 +460,9 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     } else {
         // Chunks (section 5.1): each read three times; the checks of what the inputs claim to be
         // after the first pass; each chunk's result written as it is applied.
+        // A chunk's arrays are allocated on one thread and freed on another: mapped from the system and
+        // given back when freed, else glibc's arenas keep them and the peak exceeds the plan (section 5.1).
+        mallopt(M_MMAP_THRESHOLD, 1 << 20);
         if (memory)
             sinks.push_back(memory_result_sink(*memory));  // takes any window, as often as it comes
         else
