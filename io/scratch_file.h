@@ -16,8 +16,8 @@ void check_scratch_dir(const std::string& dir);
 // touched. Reads and writes at offsets (pread/pwrite: any thread, one call each at a time).
 class ScratchFile {
 public:
-    // `reserve`: bytes the run will write; taken from the file system now (fallocate, else a
-    // statvfs check), so that a lack of space is one line before any work.
+    // `reserve`: bytes the run will write, checked against the file system's free space now, so
+    // that a lack of space is one line before any work (not reserved: see the constructor).
     // Throws InputError(dir, ...) when dir is missing, not a directory, not writable or too small.
     ScratchFile(const std::string& dir, int64_t reserve);
     ~ScratchFile();
