@@ -212,6 +212,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     unwrap->add_option("--chunk-rows", uo.chunk_rows,
                        "take each rank's window in chunks of this many rows (whole tiles), whatever the limits");
+    unwrap->add_option("--scratch", uo.scratch,
+                       "a directory for a streamed run's scratch (13 bytes a pixel): the third pass reads it instead of "
+                       "the inputs, without a second union-find (removed as the run ends)");
 
     auto* hologram = tessera::add_hologram_command(app);
     std::function<void()> run_background, run_clahe, run_plan;  // set by their subcommand's parse

@@ -48,15 +48,22 @@ void print_plan(PlanCli& c) {
     if (p.in_core())
         std::printf("layout       each rank's window in one piece, 1 pass over the input\n");
     else
-        std::printf("layout       chunks of %lld tile rows (%lld pixel rows), %lld on the largest rank, 3 passes over the "
-                    "input\n",
+        std::printf("layout       chunks of %lld tile rows (%lld pixel rows), %lld on the largest rank, %s\n",
                     static_cast<long long>(p.tile_rows), static_cast<long long>(p.tile_rows * tile),
-                    static_cast<long long>(p.chunks));
+                    static_cast<long long>(p.chunks),
+                    c.opt.scratch.empty() ? "3 passes over the input" : "2 passes over the input, the third over the scratch");
     std::printf("memory       %s host%s per rank for the %s (plus residues, cuts and component records)\n",
                 format_bytes(p.host_bytes).c_str(),
                 p.device_bytes > 0 ? (", " + format_bytes(p.device_bytes) + " GPU").c_str() : "",
                 p.in_core() ? "window" : "largest chunk");
-    std::printf("I/O          reads %s, writes %s\n", format_bytes(p.read_bytes).c_str(), format_bytes(p.write_bytes).c_str());
+    std::printf("I/O          reads %s, writes %s%s\n", format_bytes(p.read_bytes).c_str(), format_bytes(p.write_bytes).c_str(),
+                p.scratch_total > 0 ? " (scratch included)" : "");
+    if (!c.opt.scratch.empty())
+        std::printf("scratch      %s\n",
+                    p.in_core() ? "none (the window is taken in one piece)"
+                                : (format_bytes(p.scratch_bytes) + " on the largest rank, " + format_bytes(p.scratch_total) +
+                                   " in all, in " + c.opt.scratch + ": written by pass 2, read by pass 3 instead of the input")
+                                      .c_str());
 }
 
 }  // namespace
@@ -77,6 +84,7 @@ CLI::App* add_plan_command(CLI::App& app, std::function<void()>& run) {
         ->capture_default_str();
     sub->add_option("--backend", c->backend, "auto | cpu | cuda")->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     sub->add_option("--chunk-rows", c->opt.chunk_rows, "chunks of this many rows (whole tiles), whatever the limits");
+    sub->add_option("--scratch", c->opt.scratch, "a directory for the scratch (counted in the I/O; not checked)");
     sub->add_flag("--save-cycles", c->opt.save_cycles, "k kept (4 bytes a pixel more)");
     run = [c] { print_plan(*c); };
     return sub;

@@ -42,6 +42,16 @@ struct PixelState {
     uint8_t flags = 0;
 };
 
+// A region's union-find between union_find() and apply(), as its backend hands it out
+// (Region::take_union_find) and takes it back (Region::restore_union_find) unchanged: a streamed
+// run's scratch (section 5.1, --scratch) keeps it instead of running the union-find again.
+// Words in the backend's own layout, only ever given back to a Region of the same backend,
+// own window and tile grid, whose host arrays hold the same phase and flags (cut bits included).
+struct UnionFindState {
+    std::vector<uint64_t> nodes;  // one (parent, potential) word per pixel of own
+    std::vector<uint64_t> roots;  // what apply finds the components by (the backend's list)
+};
+
 // Fills a region's host arrays while its backend listens: the filler calls rows_ready(r0, n)
 // (buffer-relative rows, any order, from any thread) once rows [r0, r0 + n) of a.phase are
 // final, and returns when all of a.phase and a.flags are. Rows it never reports are taken as

@@ -8,12 +8,13 @@
 
 namespace tessera {
 
-ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles) {
+ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles, bool scratch) {
     // Two chunks' arrays (phase 4, flags 1, labels 4, k 4): the next one is read ahead; on the
     // CPU the Region's own beside them (union-find words, tile scratch: 18, measured from the
     // peak RSS against the chunk height at 4096^2).
     const int64_t arrays = 2 * (4 + 1 + 4 + (cycles ? 4 : 0));
-    return cuda ? ChunkBytes{arrays, 24} : ChunkBytes{arrays + 18, 0};
+    const int64_t words = scratch ? kScratchOwnBytes : 0;
+    return cuda ? ChunkBytes{arrays + 2 * words, 24} : ChunkBytes{arrays + 18 + words, 0};
 }
 
 ChunkBytes in_core_bytes_per_pixel(bool cuda, bool cycles) {
@@ -23,7 +24,7 @@ ChunkBytes in_core_bytes_per_pixel(bool cuda, bool cycles) {
 Plan make_plan(const PlanRequest& req, const std::string& input) {
     Plan plan;
     plan.grid = make_rank_grid(TileGrid(req.H, req.W, req.tile), req.ranks, req.rank_grid, input);
-    const ChunkBytes per = chunk_bytes_per_pixel(req.cuda, req.cycles);
+    const ChunkBytes per = chunk_bytes_per_pixel(req.cuda, req.cycles, req.scratch);
     // The largest rank window decides: every rank takes chunks of the same tile rows.
     int64_t max_rows = 0, max_cols = 0;  // own rows, buffer columns
     for (int r = 0; r < plan.grid.size(); ++r)
@@ -75,7 +76,29 @@ Plan make_plan(const PlanRequest& req, const std::string& input) {
     plan.device_bytes = chunk_px * per.device;
     plan.read_bytes = plan.passes * req.H * req.W * req.input_bytes_per_pixel;
     plan.write_bytes = req.H * req.W * req.output_bytes_per_pixel;
+    if (req.scratch) {
+        // Pass 3 reads the scratch pass 2 wrote instead of the inputs.
+        for (int r = 0; r < plan.grid.size(); ++r) {
+            const int64_t b = scratch_bytes(plan.grid, r, plan.tile_rows);
+            plan.scratch_bytes = std::max(plan.scratch_bytes, b), plan.scratch_total += b;
+        }
+        plan.read_bytes = (plan.passes - 1) * req.H * req.W * req.input_bytes_per_pixel + plan.scratch_total;
+        plan.write_bytes += plan.scratch_total;
+    }
     return plan;
+}
+
+int64_t scratch_bytes(const RankGrid& grid, int rank, int64_t tile_rows) {
+    const Window own = grid.own(rank);
+    const int64_t step = std::max<int64_t>(tile_rows, 1) * grid.tiles.tile;
+    const int64_t buf_cols = own.cols + (own.col0 + own.cols < grid.tiles.W ? 1 : 0);
+    int64_t bytes = 0;
+    for (int64_t r = own.row0; r < own.row0 + own.rows; r += step) {
+        const int64_t rows = std::min(step, own.row0 + own.rows - r);
+        const int64_t buf_rows = rows + (r + rows < grid.tiles.H ? 1 : 0);
+        bytes += buf_rows * buf_cols * kScratchBufferBytes + rows * own.cols * kScratchOwnBytes;
+    }
+    return bytes;
 }
 
 int64_t parse_bytes(const std::string& text, const std::string& option) {

@@ -16,7 +16,9 @@ namespace tessera {
 struct ChunkBytes {
     int64_t host = 0, device = 0;
 };
-ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles);
+// With --scratch the host also holds the union-find words (8) of the chunk read ahead in the third
+// pass, and on the CUDA backend those of the chunk going up (the CPU Region's own counts those).
+ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles, bool scratch = false);
 // Bytes a rank holds per pixel of its buffer window in one piece (section 8): the arrays
 // (phase 4, flags 1, labels 4, valid 1, k 4 when kept) and the stages' own, at most 16.
 ChunkBytes in_core_bytes_per_pixel(bool cuda, bool cycles);
@@ -32,6 +34,7 @@ struct PlanRequest {
     int64_t input_bytes_per_pixel = 4;  // read per pass: phase (8 for complex), + coherence, + mask
     int64_t output_bytes_per_pixel = 8; // written once: u, labels (+ k)
     int64_t chunk_rows = 0;      // > 0: chunks of this many pixel rows (whole tiles, at least one), whatever the limits
+    bool scratch = false;        // --scratch: a streamed run's third pass reads a scratch file, not the inputs
 };
 
 struct Plan {
@@ -40,7 +43,9 @@ struct Plan {
     int64_t chunks = 1;          // chunks of the largest rank window
     int passes = 1;              // reads of the input: 1 in core, 3 in chunks
     int64_t host_bytes = 0, device_bytes = 0;  // per rank, for the largest window or chunk
-    int64_t read_bytes = 0, write_bytes = 0;   // the whole run
+    int64_t read_bytes = 0, write_bytes = 0;   // the whole run (the scratch's included)
+    int64_t scratch_bytes = 0;   // --scratch: written by the largest rank (its reads are the same)
+    int64_t scratch_total = 0;   // --scratch: written by all ranks
     // The window in one piece when it fits both limits; otherwise chunks (even one: a chunked
     // run holds fewer bytes a pixel than a run in one piece).
     bool streamed = false;
@@ -52,6 +57,13 @@ struct Plan {
 inline constexpr double kChunkShare = 0.75;
 // A cuda::Region's window stays below 2^32 pixels (its 32-bit pixel indices).
 inline constexpr int64_t kDeviceWindowPixels = (int64_t{1} << 32) - 1;
+
+// A streamed run's scratch (--scratch, section 5.1), per chunk: phase and flags over its buffer
+// (own rows plus the halo), a union-find word over its own pixels; plus a root list whose length
+// the union-find decides (at most a word per component: not in this count).
+inline constexpr int64_t kScratchBufferBytes = 4 + 1, kScratchOwnBytes = 8;
+// The bytes `rank` writes to its scratch in chunks of `tile_rows` tile rows, root lists aside.
+int64_t scratch_bytes(const RankGrid& grid, int rank, int64_t tile_rows);
 
 // Throws InputError(input, ...) when one row of tiles does not fit a limit.
 Plan make_plan(const PlanRequest& req, const std::string& input);

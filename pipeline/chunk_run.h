@@ -13,6 +13,8 @@
 
 namespace tessera {
 
+class ScratchFile;  // io/scratch_file.h
+
 // Fills a chunk's phase and flags over a.buf (the chunk's own rows plus the one-pixel halo
 // below and to the right where the image continues), as unwrap_region's input is filled.
 using ChunkFill = std::function<void(const RegionArrays& a)>;
@@ -34,6 +36,9 @@ struct ChunkRun {
     // Fill chunk i + 1 on a thread of its own while chunk i is worked on (and written): two
     // chunks' arrays at once. Off where the fill may not run beside the sink.
     bool read_ahead = true;
+    // --scratch: pass 2 writes each chunk's phase, flags and union-find here, and pass 3 reads
+    // them back instead of filling from the inputs (ahead, whatever read_ahead says).
+    ScratchFile* scratch = nullptr;
 };
 
 }  // namespace tessera

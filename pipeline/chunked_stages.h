@@ -10,16 +10,19 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "io/scratch_file.h"
 #include "kernels/ground_lakes.h"
 #include "kernels/invariant.h"
 #include "kernels/label_width.h"
 #include "kernels/region.h"
 #include "kernels/residue.h"
 #include "partition/comm.h"
+#include "partition/error_agreement.h"
 #include "partition/global_solve.h"
 #include "partition/lake_exchange.h"
 #include "partition/matching.h"
@@ -82,6 +85,62 @@ private:
     std::vector<std::pair<Window, std::vector<PixelState>>> kept_;
 };
 
+// Where a chunk's state lies in the scratch (--scratch, section 5.1): its buffer's phase and
+// flags (cut bits placed), then its union-find words and root list (UnionFindState).
+struct ScratchSlot {
+    int64_t offset = 0;
+    size_t nodes = 0, roots = 0;
+};
+
+// Pass 2's write of chunk state at `end` (advanced past it).
+inline ScratchSlot keep_state(ScratchFile& f, int64_t& end, const RegionArrays& a, const UnionFindState& s) {
+    const ScratchSlot slot{end, s.nodes.size(), s.roots.size()};
+    const size_t nb = static_cast<size_t>(a.buf.size());
+    auto put = [&](const void* p, size_t bytes) { f.write(end, p, bytes), end += static_cast<int64_t>(bytes); };
+    put(a.phase, nb * sizeof(float));
+    put(a.flags, nb);
+    put(s.nodes.data(), s.nodes.size() * sizeof(uint64_t));
+    put(s.roots.data(), s.roots.size() * sizeof(uint64_t));
+    return slot;
+}
+
+// Pass 3's read of what keep_state wrote: phase and flags into a, the union-find returned.
+inline UnionFindState read_state(const ScratchFile& f, const ScratchSlot& slot, const RegionArrays& a) {
+    UnionFindState s;
+    s.nodes.resize(slot.nodes), s.roots.resize(slot.roots);
+    const size_t nb = static_cast<size_t>(a.buf.size());
+    int64_t at = slot.offset;
+    auto get = [&](void* p, size_t bytes) { f.read(at, p, bytes), at += static_cast<int64_t>(bytes); };
+    get(a.phase, nb * sizeof(float));
+    get(a.flags, nb);
+    get(s.nodes.data(), s.nodes.size() * sizeof(uint64_t));
+    get(s.roots.data(), s.roots.size() * sizeof(uint64_t));
+    return s;
+}
+
+// A scratch transfer's failure, kept from any thread and agreed on after the pass, as the
+// reads' failures are: ranks hold unequal chunk counts, so never inside a pass (section 5.1).
+class KeptError {
+public:
+    void keep(std::exception_ptr e) {
+        const std::lock_guard<std::mutex> lock(m_);
+        if (!e_) e_ = std::move(e);
+    }
+    bool failed() {
+        const std::lock_guard<std::mutex> lock(m_);
+        return e_ != nullptr;
+    }
+    void agree(Comm& comm) {
+        agree_on_errors(comm, [&] {
+            if (e_) std::rethrow_exception(e_);
+        });
+    }
+
+private:
+    std::mutex m_;
+    std::exception_ptr e_;
+};
+
 }  // namespace chunked
 
 // Region: cpu::Region or cuda::Region. `tile_rows`: tile rows per chunk. Collective over comm
@@ -99,22 +158,38 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     const ChunkFill& fill = run.fill;
     const ChunkSink& sink = run.sink;
     const auto& stage = run.stage;
-    // One pass: each chunk filled (the next one ahead, on its own thread, when run.read_ahead)
-    // and worked on by body(i, region, arrays).
-    auto pass = [&](auto&& body) {
-        auto load = [&](int64_t i) {
-            auto ca = std::make_unique<chunked::ChunkArrays>(tiles, chunks[static_cast<size_t>(i)], with_cycles);
-            fill(ca->a);
-            return ca;
-        };
-        std::future<std::unique_ptr<chunked::ChunkArrays>> ahead;
+    auto arrays = [&](int64_t i) {
+        return std::make_unique<chunked::ChunkArrays>(tiles, chunks[static_cast<size_t>(i)], with_cycles);
+    };
+    // Chunk after chunk: load(i) gives chunk i (the next one loaded ahead, on its own thread,
+    // when `ahead_ok`), use(i, loaded) works on it.
+    auto each_chunk = [&](bool ahead_ok, auto&& load, auto&& use) {
+        std::future<decltype(load(int64_t{0}))> ahead;
         for (int64_t i = 0; i < n_chunks; ++i) {
-            std::unique_ptr<chunked::ChunkArrays> ca = ahead.valid() ? ahead.get() : load(i);
-            if (run.read_ahead && i + 1 < n_chunks) ahead = std::async(std::launch::async, load, i + 1);
-            Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
-            body(i, region, ca->a);
+            auto loaded = ahead.valid() ? ahead.get() : load(i);
+            if (ahead_ok && i + 1 < n_chunks) ahead = std::async(std::launch::async, load, i + 1);
+            use(i, loaded);
         }
     };
+    // One pass: each chunk filled from the inputs and worked on by body(i, region, arrays).
+    auto pass = [&](auto&& body) {
+        each_chunk(
+            run.read_ahead,
+            [&](int64_t i) {
+                auto ca = arrays(i);
+                fill(ca->a);
+                return ca;
+            },
+            [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
+                Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
+                body(i, region, ca->a);
+            });
+    };
+    // --scratch (section 5.1): pass 2 keeps each chunk's state in it, pass 3 reads it back
+    // instead of filling from the inputs and running the union-find again.
+    std::vector<chunked::ScratchSlot> slots(static_cast<size_t>(n_chunks));
+    int64_t scratch_end = 0;
+    chunked::KeptError scratch_error;
     RegionStats st;
     st.tiles = tiles.count();
 
@@ -155,7 +230,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     RegionComponents comps;
     chunked::BorderStates borders;
     std::vector<PixelState> above;  // the previous chunk's last row
-    pass([&](int64_t i, Region& region, const RegionArrays&) {
+    pass([&](int64_t i, Region& region, const RegionArrays& a) {
             const Window& cw = chunks[static_cast<size_t>(i)];
             region.place_cuts(cuts);
             RegionComponents c = region.union_find();
@@ -178,8 +253,16 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             if (p.reference && cw.contains(p.reference->first, p.reference->second))
                 borders.keep({p.reference->first, p.reference->second, 1, 1},
                              region.strip({p.reference->first, p.reference->second, 1, 1}));
+            if (run.scratch && !scratch_error.failed()) {
+                try {
+                    slots[static_cast<size_t>(i)] = chunked::keep_state(*run.scratch, scratch_end, a, region.take_union_find());
+                } catch (...) {
+                    scratch_error.keep(std::current_exception());
+                }
+            }
             run.chunk_done(2, i + 1, n_chunks);
         });
+    if (run.scratch) scratch_error.agree(comm);
     stage("union_find");
     const GlobalSolution g = solve_global(comps, grid, comm, p.min_component_size, p.reference,
                                           [&](const Window& w) { return borders.strip(w); });
@@ -188,12 +271,11 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     st.label_bytes = p.narrow_labels ? label_bytes_for(static_cast<uint64_t>(g.labelled)) : 4;
     stage("offset_solve");
 
-    // Pass 3: the same cuts and union-find again, then each chunk's share of the assignment.
+    // Pass 3: the same cuts and union-find again (or their state from the scratch), then each
+    // chunk's share of the assignment.
     const auto& recs = comps.records;
-    pass([&](int64_t i, Region& region, const RegionArrays& a) {
+    auto apply_chunk = [&](int64_t i, Region& region, const RegionArrays& a) {
             const Window& cw = chunks[static_cast<size_t>(i)];
-            region.place_cuts(cuts);
-            (void)region.union_find();
             auto below = [&](int64_t row) {
                 return static_cast<size_t>(std::lower_bound(recs.begin(), recs.end(), row * W,
                                                             [](const ComponentRecord& x, int64_t v) { return x.root < v; }) -
@@ -205,8 +287,45 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             region.finish();
             sink(a, cw, st.label_bytes);
             run.chunk_done(3, i + 1, n_chunks);
+        };
+    const Window no_rows{own.row0 + own.rows, own.col0, 0, own.cols};
+    if (!run.scratch) {
+        pass([&](int64_t i, Region& region, const RegionArrays& a) {
+            region.place_cuts(cuts);
+            (void)region.union_find();
+            apply_chunk(i, region, a);
         });
-    for (int64_t i = n_chunks; i < rounds; ++i) sink(RegionArrays{}, Window{own.row0 + own.rows, own.col0, 0, own.cols}, st.label_bytes);
+    } else {
+        struct Restored {
+            std::unique_ptr<chunked::ChunkArrays> ca;
+            UnionFindState uf;
+            bool ok = false;
+        };
+        // The scratch is plain reads (no HDF5 beside the writes): always read ahead.
+        each_chunk(
+            true,
+            [&](int64_t i) {
+                Restored r{arrays(i), {}, false};
+                try {
+                    r.uf = chunked::read_state(*run.scratch, slots[static_cast<size_t>(i)], r.ca->a);
+                    r.ok = true;
+                } catch (...) {
+                    scratch_error.keep(std::current_exception());
+                }
+                return r;
+            },
+            [&](int64_t i, Restored& r) {
+                if (!r.ok) {  // the sink's round still taken (collective writes); agreed on below
+                    sink(RegionArrays{}, no_rows, st.label_bytes);
+                    return run.chunk_done(3, i + 1, n_chunks);
+                }
+                Region region(r.ca->a, chunks[static_cast<size_t>(i)], tiles);
+                region.restore_union_find(std::move(r.uf));
+                apply_chunk(i, region, r.ca->a);
+            });
+    }
+    for (int64_t i = n_chunks; i < rounds; ++i) sink(RegionArrays{}, no_rows, st.label_bytes);
+    if (run.scratch) scratch_error.agree(comm);  // after every rank's last sink round
     stage("apply");
     st.bytes_sent = comm.bytes_sent();
     return st;

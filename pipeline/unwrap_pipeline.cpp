@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <sys/statvfs.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,7 @@
 #include "io/phase_source.h"
 #include "io/png_writer.h"
 #include "io/result_sink.h"
+#include "io/scratch_file.h"
 #include "io/raster_reader.h"
 #include "backend/backend.h"
 #include "pipeline/chunk_plan.h"
@@ -217,7 +219,10 @@ std::string describe_plan(const UnwrapOptions& opt, const Plan& plan, int64_t H,
                   static_cast<long long>(tile),
                   plan.in_core() ? "in one piece"
                                  : (std::to_string(plan.chunks) + " chunk(s) of " + std::to_string(plan.tile_rows * tile) +
-                                    " rows a rank, 3 passes")
+                                    " rows a rank, 3 passes" +
+                                    (opt.scratch.empty() ? std::string()
+                                                         : " (the third from " + format_bytes(plan.scratch_bytes) +
+                                                               " of scratch a rank in " + opt.scratch + ")"))
                                        .c_str(),
                   mem.c_str());
     return line;
@@ -368,11 +373,16 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     const int64_t device_free = opt.gpu_memory_limit > 0 ? opt.gpu_memory_limit : ops.device_free_bytes();
     const int64_t device_limit = device_free < 0 ? -1 : comm.min(device_free);
     Plan plan;
+    std::unique_ptr<ScratchFile> scratch;  // --scratch, a streamed run's (section 5.1)
     agree(comm, [&] {
         PlanRequest q = plan_request(opt, info, comm.size());
         q.host_limit = host_limit, q.host_reserved = host_reserved, q.device_limit = device_limit;
         plan = make_plan(q, opt.input);
         if (!memory) check_output_space(opt, H * W);
+        // The directory is checked whether or not the run streams: a bad one is one line either way.
+        if (!opt.scratch.empty() && plan.in_core()) check_scratch_dir(opt.scratch);
+        if (!opt.scratch.empty() && !plan.in_core())
+            scratch = std::make_unique<ScratchFile>(opt.scratch, scratch_bytes(grid, rank, plan.tile_rows));
     });
     // The plan before any work, for runs long enough to watch (a bad small input stays one line).
     if (!plan.in_core() || H * W >= (int64_t{1} << 26)) progress.begin(describe_plan(opt, plan, H, W, ops.name));
@@ -450,6 +460,9 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     } else {
         // Chunks (section 5.1): each read three times; the checks of what the inputs claim to be
         // after the first pass; each chunk's result written as it is applied.
+        // A chunk's arrays are allocated on one thread and freed on another: mapped from the system and
+        // given back when freed, else glibc's arenas keep them and the peak exceeds the plan (section 5.1).
+        mallopt(M_MMAP_THRESHOLD, 1 << 20);
         if (memory)
             sinks.push_back(memory_result_sink(*memory));  // takes any window, as often as it comes
         else
@@ -514,6 +527,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                      },
                      opt.save_residues ? &res : nullptr};
         // GDAL reading through the HDF5 library must not run beside the result's HDF5 writes.
+        run.scratch = scratch.get();
         run.read_ahead = !driver_uses_hdf5(info.driver) &&
                          (opt.coherence.empty() || !driver_uses_hdf5(RasterReader(opt.coherence, 1).info().driver)) &&
                          (opt.mask.empty() || !driver_uses_hdf5(RasterReader(opt.mask, 1).info().driver));
@@ -563,6 +577,7 @@ PlanRequest plan_request(const UnwrapOptions& opt, const RasterInfo& info, int r
     q.input_bytes_per_pixel = (info.is_complex ? 8 : 4) + (opt.coherence.empty() ? 0 : 4) + (opt.mask.empty() ? 0 : 1);
     q.output_bytes_per_pixel = 4 + 1 + (opt.save_cycles ? 4 : 0);
     q.chunk_rows = opt.chunk_rows;
+    q.scratch = !opt.scratch.empty();
     return q;
 }
 

@@ -45,6 +45,9 @@ struct UnwrapOptions {
     // Bytes a rank may hold on the host and on its GPU (section 5.1); -1: what the node has.
     int64_t memory_limit = -1, gpu_memory_limit = -1;
     int64_t chunk_rows = 0;  // > 0: chunks of this many rows (whole tiles) whatever the limits (--chunk-rows)
+    // A directory for a streamed run's scratch (--scratch; section 5.1): the third pass reads what the
+    // second wrote there instead of the inputs. Empty: none.
+    std::string scratch;
     bool save_cycles = false, save_residues = false, save_cuts = false;
     bool quiet = false;
     bool overwrite = false;  // replace existing regular output files (--overwrite)

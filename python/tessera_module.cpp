@@ -47,7 +47,8 @@ py::tuple unwrap(const py::object& phase_or_ifg, const py::object& coherence, co
                  double min_coherence, int64_t min_component_size, int64_t tile_size,
                  std::optional<std::pair<int64_t, int64_t>> reference, const std::string& backend,
                  std::optional<double> nodata, std::optional<int> device, std::optional<int64_t> memory_limit,
-                 std::optional<int64_t> gpu_memory_limit, std::optional<int64_t> chunk_rows) {
+                 std::optional<int64_t> gpu_memory_limit, std::optional<int64_t> chunk_rows,
+                 std::optional<std::string> scratch) {
     NumpyInput input = numpy_input(phase_or_ifg, coherence, mask);
     const int64_t H = input.in.H, W = input.in.W;
     // The options, named as the caller named them (the driver checks them again, by CLI names).
@@ -77,6 +78,7 @@ py::tuple unwrap(const py::object& phase_or_ifg, const py::object& coherence, co
     opt.memory_limit = memory_limit.value_or(-1);  // -1: what the machine has (section 5.1)
     opt.gpu_memory_limit = gpu_memory_limit.value_or(-1);
     opt.chunk_rows = chunk_rows.value_or(0);
+    opt.scratch = scratch.value_or("");
     opt.quiet = true;
     input.in.min_coherence = static_cast<float>(min_coherence);
     input.in.nodata = nodata;
@@ -110,7 +112,7 @@ py::tuple unwrap(const py::object& phase_or_ifg, const py::object& coherence, co
 
 constexpr const char* kUnwrapDoc = R"doc(unwrap(phase_or_ifg, coherence=None, mask=None, *, cut_radius=16, min_coherence=0.0,
        min_component_size=100, tile_size=512, reference=None, backend='auto', nodata=None,
-       device=None, memory_limit=None, gpu_memory_limit=None, chunk_rows=None) -> (unw, conncomp)
+       device=None, memory_limit=None, gpu_memory_limit=None, chunk_rows=None, scratch=None) -> (unw, conncomp)
 
 Unwraps a 2-D wrapped phase; the result is the command line's (`tessera unwrap`), bit for bit.
 
@@ -131,6 +133,7 @@ device : CUDA device (default: the first).
 memory_limit, gpu_memory_limit : bytes the run may hold on the host and on the GPU (default:
     what is available); a run that does not fit in one piece runs in chunks, same result.
 chunk_rows : chunks of this many rows (whole tiles) whatever the limits (--chunk-rows).
+scratch : a directory for a run in chunks to keep its second pass in (--scratch), same result.
 
 Returns (unw, conncomp): float32 unwrapped phase (NaN where invalid) and uint32 connected
 components (1..N by size descending, 0 = invalid, low coherence or small component).
@@ -152,5 +155,5 @@ PYBIND11_MODULE(tessera, m) {
           "coherence"_a = py::none(), "mask"_a = py::none(), py::kw_only(), "cut_radius"_a = 16,
           "min_coherence"_a = 0.0, "min_component_size"_a = 100, "tile_size"_a = 512, "reference"_a = py::none(),
           "backend"_a = "auto", "nodata"_a = py::none(), "device"_a = py::none(), "memory_limit"_a = py::none(),
-          "gpu_memory_limit"_a = py::none(), "chunk_rows"_a = py::none());
+          "gpu_memory_limit"_a = py::none(), "chunk_rows"_a = py::none(), "scratch"_a = py::none());
 }

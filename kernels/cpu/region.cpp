@@ -1,6 +1,7 @@
 #include "kernels/cpu/region.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "kernels/cpu/kernels.h"
 #include "kernels/label_width.h"
@@ -119,6 +120,31 @@ RegionComponents Region::union_find() {
     std::sort(out.records.begin(), out.records.end(),
               [](const ComponentRecord& x, const ComponentRecord& y) { return x.root < y.root; });
     return out;
+}
+
+UnionFindState Region::take_union_find() {
+    UnionFindState st;
+    for (const auto& recs : tile_recs_)
+        for (const ComponentRecord& r : recs) st.roots.push_back(static_cast<uint64_t>(r.root));
+    st.nodes = std::move(nodes_);
+    nodes_ = {};
+    tile_recs_ = {};
+    return st;
+}
+
+void Region::restore_union_find(UnionFindState st) {
+    if (st.nodes.size() != static_cast<size_t>(node_off_.back()))
+        throw std::invalid_argument("cpu::Region::restore_union_find: a state of another window");
+    nodes_ = std::move(st.nodes);
+    tile_recs_.assign(tiles_.size(), {});
+    // apply reads a record's root only: the sizes stay 0.
+    const int64_t ntc = (own_.cols + grid_.tile - 1) / grid_.tile;
+    for (const uint64_t root : st.roots) {
+        const int64_t r = static_cast<int64_t>(root) / a_.W, c = static_cast<int64_t>(root) % a_.W;
+        if (!own_.contains(r, c)) throw std::invalid_argument("cpu::Region::restore_union_find: a root outside the window");
+        tile_recs_[static_cast<size_t>((r - own_.row0) / grid_.tile * ntc + (c - own_.col0) / grid_.tile)].push_back(
+            {static_cast<int64_t>(root), 0});
+    }
 }
 
 void Region::apply(const ComponentAssignment& as) {

@@ -25,6 +25,11 @@ public:
     RegionComponents union_find();                   // per-tile union-find + cross-tile constraints
     NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`
     std::vector<PixelState> strip(const Window& w) const;  // after union_find, w inside own, row-major
+    // After union_find (and the strips it serves): the state apply needs, moved out (nodes: tile-major
+    // words; roots: each tile's record roots, tile by tile); the region can apply only once restored.
+    UnionFindState take_union_find();
+    // Instead of place_cuts and union_find: a state take_union_find gave (the host flags hold the cuts).
+    void restore_union_find(UnionFindState state);
     void apply(const ComponentAssignment& assign);   // u, labels, cycles into the host arrays
     void finish() {}                                 // host arrays already hold the results
     // Section 3.3's rule over one closed set of residues (partition/matching.h: ClusterRule).

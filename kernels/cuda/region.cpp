@@ -283,6 +283,44 @@ std::vector<PixelState> Region::strip(const Window& w) const {
     return out;
 }
 
+UnionFindState Region::take_union_find() {
+    Impl& m = *impl_;
+    UnionFindState st;
+    st.nodes.resize(static_cast<size_t>(m.own.size()));
+    check(cudaMemcpyAsync(st.nodes.data(), m.nodes.get(), st.nodes.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost, m.s),
+          "take_union_find (nodes)");
+    const TileRoots& tr = m.tile_roots.get();
+    st.roots.resize(static_cast<size_t>(tr.n));
+    if (tr.n > 0)
+        check(cudaMemcpyAsync(st.roots.data(), tr.entries, st.roots.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost, m.s),
+              "take_union_find (tile roots)");
+    // The cut bits into a.flags (the scratch keeps the host flags): on their way since place_cuts, else now.
+    if (!m.cuts_downloading) m.download_cut_bits_now();
+    check(cudaStreamSynchronize(m.copies()), "take_union_find (sync copies)");
+    check(cudaStreamSynchronize(m.s), "take_union_find (sync)");
+    m.cuts_downloading = false;
+    m.tile_roots.reset();
+    return st;
+}
+
+void Region::restore_union_find(UnionFindState st) {
+    Impl& m = *impl_;
+    if (st.nodes.size() != static_cast<size_t>(m.own.size()))
+        throw std::invalid_argument("cuda::Region::restore_union_find: a state of another window");
+    check(cudaMemcpyAsync(m.nodes.get(), st.nodes.data(), st.nodes.size() * sizeof(uint64_t), cudaMemcpyHostToDevice, m.s),
+          "restore_union_find (nodes)");
+    TileRoots& tr = m.tile_roots.refill(m.s);
+    if (!st.roots.empty()) {
+        StreamBuffer<uint64_t> list(st.roots.size(), m.s, "restore_union_find (allocate tile roots)");
+        check(cudaMemcpyAsync(list.get(), st.roots.data(), st.roots.size() * sizeof(uint64_t), cudaMemcpyHostToDevice, m.s),
+              "restore_union_find (tile roots)");
+        tr.entries = list.get();
+        tr.n = static_cast<int64_t>(st.roots.size());
+        tr.mem = list.release();  // freed by the TileRootList, on m.s
+    }
+    check(cudaStreamSynchronize(m.s), "restore_union_find (sync)");  // st's host words go at return
+}
+
 void Region::apply(const ComponentAssignment& as) {
     Impl& m = *impl_;
     const size_t n = as.records.size();

@@ -76,6 +76,13 @@ public:
     RegionComponents union_find();                   // one union-find over own; no constraints
     NodeValue node(int64_t r, int64_t c) const;      // after union_find, for a pixel of `own`
     std::vector<PixelState> strip(const Window& w) const;  // after union_find, w inside own, row-major
+    // After union_find (and the strips it serves): the state apply needs, downloaded (nodes: own-local
+    // row-major words; roots: the tile-root list's entries, empty where it was not listed), with the cut
+    // bits in the host flags as the CPU leaves them; the region can apply only once restored.
+    UnionFindState take_union_find();
+    // Instead of place_cuts and union_find: a state take_union_find gave, uploaded (the host flags
+    // uploaded by the constructor hold the cut bits).
+    void restore_union_find(UnionFindState state);
     void apply(const ComponentAssignment& assign);   // u, labels, cycles on the device
     // Between apply() and finish(): u over own (row stride u_stride = a.buf.cols; NaN at unreliable
     // pixels) and labels (row stride own.cols, as wide as the assignment said) in device memory, and the Region's stream (cudaStream_t), for a later

@@ -2,7 +2,9 @@
 # Streamed runs under mpirun (issue 16, docs/ARCHITECTURE.md section 5.1): every rank grid of
 # 2 and 3 ranks, in chunks of one and of three tile rows (the ranks take unequal numbers of them), gives
 # the one-rank in-core result bit for bit (every dataset, the GeoTIFF); a bad input found after
-# the first pass (values in degrees) ends every rank in one line with no output.
+# the first pass (values in degrees) ends every rank in one line with no output. With --scratch DIR
+# (the third pass from each rank's scratch file): the same bits at two chunk heights, DIR as it was
+# after success and after a failure on one rank; a bad DIR is one line on every rank and no output.
 set -u
 mpirun=$1 tessera=$2 h5same=$3
 d=$(mktemp -d)
@@ -25,6 +27,41 @@ for run in "2 2x1 32" "2 1x2 96" "3 3x1 32" "3 1x3 96" "3 3x1 96"; do
   cmp -s "$d/one.xyz" "$d/s.xyz" || { echo "FAIL: np $np grid $grid GeoTIFF differs"; exit 1; }
   echo "np $np grid $grid chunks of $rows rows: identical"
 done
+mkdir "$d/scratch" && echo mine >"$d/scratch/mine.txt"
+for run in "2 2x1 32" "2 1x2 96" "3 3x1 32" "3 1x3 96"; do
+  set -- $run
+  np=$1 grid=$2 rows=$3
+  out="$d/x$np-$grid.h5"
+  timeout 120 "$mpirun" --oversubscribe -np "$np" -x OMP_NUM_THREADS=1 "$tessera" unwrap $opts --rank-grid "$grid" \
+    --chunk-rows "$rows" --scratch "$d/scratch" "$d/holes_wrapped.tif" "$out" 2>"$d/err" >/dev/null ||
+    { echo "FAIL: --scratch np $np grid $grid: $(head -c 300 "$d/err")"; exit 1; }
+  grep -q "the third from" "$d/err" || { echo "FAIL: --scratch np $np grid $grid: no scratch: $(head -c 300 "$d/err")"; exit 1; }
+  "$h5same" "$d/one.h5" "$out" unwrapped_phase connected_components cycles residues branch_cuts >/dev/null ||
+    { echo "FAIL: --scratch np $np grid $grid differs"; exit 1; }
+  [ "$(ls -A "$d/scratch")" = mine.txt ] && [ "$(cat "$d/scratch/mine.txt")" = mine ] ||
+    { echo "FAIL: --scratch np $np grid $grid left: $(ls -A "$d/scratch")"; exit 1; }
+  echo "--scratch np $np grid $grid chunks of $rows rows: identical, scratch directory as it was"
+done
+# A failure on rank 1 once the scratch is written (after the second pass): one line, no output, nothing left.
+timeout 120 "$mpirun" --oversubscribe -np 2 -x OMP_NUM_THREADS=1 -x TESSERA_INJECT_ERROR=1:union_find "$tessera" unwrap \
+  $opts --chunk-rows 32 --scratch "$d/scratch" "$d/holes_wrapped.tif" "$d/f.h5" >/dev/null 2>"$d/err"
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { echo "FAIL: --scratch failure: exit $rc"; exit 1; }
+[ ! -e "$d/f.h5" ] && ! ls "$d" | grep -q 'f.h5.tmp' || { echo "FAIL: --scratch failure: output left"; exit 1; }
+[ "$(ls -A "$d/scratch")" = mine.txt ] || { echo "FAIL: --scratch failure left: $(ls -A "$d/scratch")"; exit 1; }
+echo "--scratch, a failure on rank 1: nothing left"
+# A bad DIR: one line from every rank's agreement, a non-zero exit, no output.
+for bad in "$d/missing" "$d/scratch/mine.txt"; do
+  timeout 60 "$mpirun" --oversubscribe -np 3 -x OMP_NUM_THREADS=1 "$tessera" unwrap $opts --chunk-rows 32 --scratch "$bad" \
+    "$d/holes_wrapped.tif" "$d/b.h5" >/dev/null 2>"$d/err"
+  rc=$?
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { echo "FAIL: --scratch $bad: exit $rc"; exit 1; }
+  [ "$(grep -c 'tessera: error' "$d/err")" -eq 1 ] && grep -q "$bad: --scratch" "$d/err" ||
+    { echo "FAIL: --scratch $bad: $(cat "$d/err")"; exit 1; }
+  [ ! -e "$d/b.h5" ] && ! ls "$d" | grep -q 'b.h5.tmp' || { echo "FAIL: --scratch $bad: output left"; exit 1; }
+done
+[ ! -e "$d/missing" ] && [ "$(cat "$d/scratch/mine.txt")" = mine ] || { echo "FAIL: a bad --scratch changed files"; exit 1; }
+echo "--scratch missing or a file: one line, no output"
 # A limit that each rank measures differently (its own resident memory) still gives one plan.
 timeout 120 "$mpirun" --oversubscribe -np 3 -x OMP_NUM_THREADS=1 "$tessera" unwrap $opts --memory-limit 100M \
   "$d/holes_wrapped.tif" "$d/m.h5" 2>"$d/err" >/dev/null || { echo "FAIL: --memory-limit 100M: $(head -c 300 "$d/err")"; exit 1; }

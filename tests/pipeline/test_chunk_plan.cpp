@@ -37,6 +37,27 @@ TEST(ChunkPlan, HostLimitGivesChunksThatFitIt) {
     EXPECT_LE(make_plan(q, "in.tif").tile_rows, p.tile_rows);
 }
 
+TEST(ChunkPlan, ScratchReplacesTheThirdReadAndCountsItsBytes) {
+    PlanRequest q;
+    q.H = 5000, q.W = 3000, q.tile = 512, q.chunk_rows = 1024, q.input_bytes_per_pixel = 8;
+    const Plan plain = make_plan(q, "in.tif");
+    q.scratch = true;
+    const Plan p = make_plan(q, "in.tif");
+    ASSERT_EQ(p.chunks, 5);  // 1024, 1024, 1024, 1024, 904 rows
+    EXPECT_EQ(p.tile_rows, plain.tile_rows);
+    // Phase and flags over each chunk's rows plus the halo row below (all chunks but the last),
+    // a union-find word over its own rows: counted here from the chunks, not from the plan's code.
+    const int64_t expect = (5000 + 4) * 3000 * 5 + 5000LL * 3000 * 8;
+    EXPECT_EQ(p.scratch_bytes, expect);
+    EXPECT_EQ(p.scratch_total, expect);
+    EXPECT_EQ(p.read_bytes, 2 * 5000LL * 3000 * 8 + expect);
+    EXPECT_EQ(p.write_bytes, plain.write_bytes + expect);
+    EXPECT_EQ(plain.scratch_bytes, 0);
+    q.ranks = 2, q.rank_grid = "1x2";  // two windows of 1536 and 1464 columns (whole tiles), the first with a halo column
+    const Plan two = make_plan(q, "in.tif");
+    EXPECT_EQ(two.scratch_total, (5000 + 4) * (1537 + 1464) * 5 + 5000LL * 3000 * 8);
+}
+
 TEST(ChunkPlan, DeviceLimitAndTheDeviceWindowBound) {
     PlanRequest q;
     q.H = 69696, q.W = 70560, q.tile = 512, q.cuda = true;

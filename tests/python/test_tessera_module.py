@@ -108,6 +108,14 @@ class Scenes(unittest.TestCase):
         got = tessera.unwrap(self.phase, self.coherence, min_coherence=0.3, tile_size=32, chunk_rows=64)
         assert_same_bits(self, got, want)
         assert_same_bits(self, tessera.unwrap(self.phase, self.coherence, min_coherence=0.3), want)
+        scratch = self.path("scratch")
+        os.makedirs(scratch)
+        got = tessera.unwrap(self.phase, self.coherence, min_coherence=0.3, tile_size=32, chunk_rows=64, scratch=scratch)
+        assert_same_bits(self, got, want)
+        self.assertEqual(os.listdir(scratch), [])
+        with self.assertRaises(ValueError) as ctx:  # --scratch: a directory that is not there
+            tessera.unwrap(self.phase, tile_size=32, chunk_rows=64, scratch=self.path("missing"))
+        self.assertIn("--scratch", str(ctx.exception))
         with self.assertRaises(ValueError) as ctx:  # less than the process holds already
             tessera.unwrap(self.phase, memory_limit=1 << 20)
         self.assertIn("memory-limit", str(ctx.exception))
