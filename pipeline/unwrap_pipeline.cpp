@@ -477,7 +477,10 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
             try {
                 const InputRanges rg = in->fill(a, [](int64_t, int64_t) {});
                 if (!first_pass) return;
-                const Window cw{a.buf.row0, own.col0, std::min(a.buf.rows, own.row0 + own.rows - a.buf.row0), own.cols};
+                // The chunk's own rows: its buffer less the halo row, unless it ends the window (an
+                // inner chunk's buffer ends at least a tile of 2 rows before the window does).
+                const int64_t own_end = own.row0 + own.rows, buf_end = a.buf.row0 + a.buf.rows;
+                const Window cw{a.buf.row0, own.col0, (buf_end >= own_end ? own_end : buf_end - 1) - a.buf.row0, own.cols};
                 tally.add(rg, scan_read(a, cw));
                 if (opt.reference && cw.contains(opt.reference->first, opt.reference->second)) {
                     const int64_t i = a.index(opt.reference->first, opt.reference->second);

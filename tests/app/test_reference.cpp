@@ -15,17 +15,7 @@ namespace {
 using testing::read_dataset;
 using testing::run_tessera;
 
-template <class T>
-T root_attribute(const std::string& file, const char* name, hid_t type) {
-    T v{};
-    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    EXPECT_GE(f, 0);
-    const hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    EXPECT_GE(a, 0) << name;
-    if (a >= 0) H5Aread(a, type, &v), H5Aclose(a);
-    H5Fclose(f);
-    return v;
-}
+using testing::root_attribute;
 
 TEST(Reference, UnwrappedPhaseIsZeroThereAndShiftedByOneConstant) {
     testing::TempDir dir("reference");

@@ -1,5 +1,6 @@
 // Test support: run the tessera executable, temporary folders, read result datasets.
 #pragma once
+#include <gtest/gtest.h>
 #include <hdf5.h>
 
 #include <array>
@@ -101,6 +102,20 @@ std::vector<T> read_dataset(const std::string& file, const std::string& name) {
     H5Dread(d, h5_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
     H5Sclose(sp);
     H5Dclose(d);
+    H5Fclose(f);
+    return v;
+}
+
+// A root attribute of an HDF5 file, read as `type` (T{} and a test failure when missing).
+template <class T>
+T root_attribute(const std::string& file, const char* name, hid_t type) {
+    T v{};
+    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    EXPECT_GE(f, 0) << file;
+    if (f < 0) return v;
+    const hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+    EXPECT_GE(a, 0) << name << " in " << file;
+    if (a >= 0) H5Aread(a, type, &v), H5Aclose(a);
     H5Fclose(f);
     return v;
 }
