@@ -2,8 +2,8 @@
 # On the GPU host, from an unpacked bundle (issue 16): streamed runs of the CUDA backend.
 # 1. Bit identity: cuda in one piece, cuda in chunks (--gpu-memory-limit smaller than the
 #    scene), 2 ranks sharing the GPU in chunks, all against the CPU backend in one piece.
-# 2. End to end through GDAL and HDF5 (holes with coherence): in one piece against streamed,
-#    seconds and Gpx/s, per stage.
+# 2. End to end through GDAL and HDF5 (holes with coherence): in one piece against streamed
+#    (re-reading the inputs, or with --scratch), seconds and Gpx/s, per stage.
 #   bash jobs/gpu/device_streamed.sh BUNDLE_DIR "16384 32768" [MOSAIC_ROWSxCOLS]
 set -u
 b=$1 sizes=${2:-"16384"} mosaic=${3:-}
@@ -22,15 +22,17 @@ tessera unwrap --backend cpu $c "$d/cpu.h5"
 tessera unwrap --backend cuda $c "$d/gpu.h5"
 tessera unwrap --backend cuda --gpu-memory-limit 128M $c "$d/gpu_chunks.h5"
 tessera unwrap --backend cuda --chunk-rows 256 $c "$d/gpu_rows.h5"
+mkdir -p "$d/scr"
+tessera unwrap --backend cuda --gpu-memory-limit 128M --scratch "$d/scr" $c "$d/gpu_scratch.h5"
 mpirun --oversubscribe -np 2 tessera unwrap --backend cuda --share-gpus --gpu-memory-limit 96M $c "$d/gpu2.h5"
-for o in gpu gpu_chunks gpu_rows gpu2; do same "4096² holes cpu vs $o" "$d/cpu.h5" "$d/$o.h5"; done
+for o in gpu gpu_chunks gpu_rows gpu_scratch gpu2; do same "4096² holes cpu vs $o" "$d/cpu.h5" "$d/$o.h5"; done
 tessera plan "$d/holes_wrapped.tif" --backend cuda --gpu-memory-limit 128M --tile-size 256 | grep layout
 echo "bit identity: $pass passed, $fail failed"
 rm -f "$d"/*.h5
 for n in $sizes; do
   t0=$SECONDS; tessera synth --overwrite --case holes --size ${n}x${n} --seed 2 "$d" >/dev/null; echo "synth $n: $((SECONDS - t0)) s"
   in="--coherence $d/holes_coherence.tif --min-coherence 0.3 $d/holes_wrapped.tif"
-  for mode in "in-one-piece" "--gpu-memory-limit 4G"; do
+  for mode in "in-one-piece" "--gpu-memory-limit 4G" "--gpu-memory-limit 4G --scratch $d/scr"; do
     extra=$mode; [ "$mode" = in-one-piece ] && extra=
     tessera unwrap --backend cuda --tile-size 1024 $extra $in "$d/out.h5" --overwrite 2>&1 |
       grep -E "chunk|^tessera: [a-z_]+ +[0-9]|Mpixel" | tr -s ' ' | tr '\n' ';'
