@@ -9,17 +9,21 @@
 namespace tessera::cuda {
 
 std::vector<Residue> residues_of(const std::vector<PlaquetteCharge>& charges, const Window& own, int64_t W) {
-    std::vector<Residue> res;
     const int64_t pc = std::min(own.col0 + own.cols, W - 1) - own.col0;
-    size_t total = 0;
-    for (const PlaquetteCharge& q : charges) total += static_cast<size_t>(std::abs(q.q));
-    res.reserve(total);
+    const int64_t m = static_cast<int64_t>(charges.size());
+    // Each plaquette's first residue (a prefix sum of |q|), then the residues on threads.
+    std::vector<int64_t> at(charges.size() + 1, 0);
+    for (int64_t i = 0; i < m; ++i) at[static_cast<size_t>(i) + 1] = at[static_cast<size_t>(i)] + std::abs(charges[static_cast<size_t>(i)].q);
+    std::vector<Residue> res(static_cast<size_t>(at.back()));
     // Raster order of plaquettes, then the sub-index: ascending ids, as the CPU's sort gives.
-    for (const PlaquetteCharge& q : charges) {
+#pragma omp parallel for schedule(static) if (m >= 65536)
+    for (int64_t i = 0; i < m; ++i) {
+        const PlaquetteCharge& q = charges[static_cast<size_t>(i)];
         const int64_t r = own.row0 + q.index / pc, c = own.col0 + q.index % pc;
         const int32_t n = std::abs(q.q), sign = q.q > 0 ? 1 : -1;
         for (int32_t sub = 0; sub < n; ++sub)
-            res.push_back({residue_id(r, c, W, sub), static_cast<int32_t>(r), static_cast<int32_t>(c), sign});
+            res[static_cast<size_t>(at[static_cast<size_t>(i)] + sub)] = {residue_id(r, c, W, sub), static_cast<int32_t>(r),
+                                                                          static_cast<int32_t>(c), sign};
     }
     return res;
 }
@@ -27,9 +31,11 @@ std::vector<Residue> residues_of(const std::vector<PlaquetteCharge>& charges, co
 void rasterise_host_cuts(const DeviceArrays& d, const Window& own, std::span<const Cut> cuts, cudaStream_t s) {
     if (!cuts.empty()) {
         std::vector<DeviceCut> dc(cuts.size());
-        for (size_t i = 0; i < cuts.size(); ++i) {
-            const Cut& c = cuts[i];
-            dc[i] = {c.ra, c.ca, c.rb, c.cb, static_cast<int32_t>(c.side)};
+        const int64_t m = static_cast<int64_t>(cuts.size());
+#pragma omp parallel for schedule(static) if (m >= 65536)
+        for (int64_t i = 0; i < m; ++i) {
+            const Cut& c = cuts[static_cast<size_t>(i)];
+            dc[static_cast<size_t>(i)] = {c.ra, c.ca, c.rb, c.cb, static_cast<int32_t>(c.side)};
         }
         const StreamBuffer<DeviceCut> d_cuts(dc.size(), s, "place_cuts (cudaMallocAsync)");
         check(cudaMemcpyAsync(d_cuts.get(), dc.data(), dc.size() * sizeof(DeviceCut), cudaMemcpyHostToDevice, s),
