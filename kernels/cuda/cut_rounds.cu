@@ -39,7 +39,7 @@ static_assert(kThetaSample % kBlockThreads == 0);
 
 // The parked cluster's key sample sorted by one block of kBlockThreads (after a full search).
 __device__ void sort_sample(const RoundState& s, SampleSort::TempStorage& temp) {
-    if (!hd::load(&s.counts->full)) return;
+    if (!s.get(&s.counts->full)) return;
     const int32_t S = s.sample_size();
     constexpr int kItems = kThetaSample / kBlockThreads;
     unsigned long long k[kItems];
@@ -60,26 +60,63 @@ __global__ void __launch_bounds__(kBlockThreads) sort_kernel(RoundState s) {
 }
 
 // Rounds in one block while at most max_active nodes are active and some cluster is open.
-__global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int32_t max_active) {
+// mode 0: the steps as the wide kernels run them (counts in global memory, loads through L2,
+// every step and its __syncthreads each round); mode 1 (default): the counts in shared memory
+// (thread 0 loads them at the start and stores them back at the end), plain loads and stores
+// (L1: one block's __syncthreads publish its writes), a step with nothing to do skipped with
+// its barrier (its count is read from shared memory by every thread: uniform); mode 2: mode 1
+// with loads through L2. clk (TESSERA_TRACE): SM clocks per step and the number of times each
+// step ran, summed over the launch's rounds.
+__global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int32_t max_active, int mode,
+                                                               unsigned long long* clk) {
     __shared__ SampleSort::TempStorage temp;
+    __shared__ alignas(RoundCounts) unsigned char counts_bytes[sizeof(RoundCounts)];  // no constructor in __shared__
+    RoundCounts& shared_counts = *reinterpret_cast<RoundCounts*>(counts_bytes);
+    __shared__ unsigned long long t_step[2 * kRoundSteps];
+    RoundCounts* const global_counts = s.counts;
+    const bool fast = mode != 0;
+    if (fast) {
+        if (threadIdx.x == 0) shared_counts = *const_cast<const RoundCounts*>(global_counts);
+        s.counts = &shared_counts;
+        s.local = mode == 1;
+    }
+    if (threadIdx.x < 2 * kRoundSteps) t_step[threadIdx.x] = 0;
+    __syncthreads();
+    long long t0 = clock64();
     for (;;) {
-        const int32_t active = hd::load(&s.counts->active), open = hd::load(&s.counts->open);
-        const int32_t work = active + (hd::load(&s.counts->bopen) ? hd::load(&s.counts->hot) : 0);
+        const int32_t active = s.get(&s.counts->active), open = s.get(&s.counts->open);
+        const int32_t work = active + (s.get(&s.counts->bopen) ? s.get(&s.counts->hot) : 0);
+        const bool stop = open == 0 || work > max_active || s.get(&s.counts->broken);
         __syncthreads();  // every thread has read the counts before thread 0 changes them
-        if (open == 0 || work > max_active || hd::load(&s.counts->broken)) return;
+        if (stop) break;
+        bool synced = true;
         for (int k = 0; k < kRoundSteps; ++k) {
             const RoundStep which = static_cast<RoundStep>(k);
+            const bool single = which == kCheck || which == kTheta || which == kFinish;
+            const int32_t n = which == kSort ? s.get(&s.counts->full) : s.step_count(which);
+            if (fast && n == 0) {
+                synced = false;
+                continue;
+            }
+            if (single && !synced) __syncthreads();  // thread 0 changes counts others may still read
             if (which == kSort) {
                 sort_sample(s, temp);
-            } else if (which == kCheck || which == kTheta || which == kFinish) {
+            } else if (single) {
                 if (threadIdx.x == 0) s.step(which, 0);
             } else {
-                const int32_t n = s.step_count(which);
                 for (int32_t i = threadIdx.x; i < n; i += blockDim.x) s.step(which, i);
             }
             __syncthreads();
+            synced = true;
+            if (clk && threadIdx.x == 0) {
+                const long long t1 = clock64();
+                t_step[k] += static_cast<unsigned long long>(t1 - t0), t_step[kRoundSteps + k] += 1;
+                t0 = t1;
+            }
         }
     }
+    if (fast && threadIdx.x == 0) *global_counts = shared_counts;
+    if (clk && threadIdx.x < 2 * kRoundSteps) clk[threadIdx.x] += t_step[threadIdx.x];
 }
 
 __global__ void init_kernel(RoundState s, const int32_t* sign) {
@@ -89,7 +126,7 @@ __global__ void init_kernel(RoundState s, const int32_t* sign) {
         s.charge[v] = v < s.n ? sign[v] : 0;
         s.size[v] = 1;
         s.repk[v] = v == s.G ? RankKeys::kNone : rep_key(1, v);
-        s.target[v] = -1, s.next_member[v] = -1, s.old_tail[v] = -1;
+        s.target[v] = -1, s.next_member[v] = -1, s.old_tail[v] = -1, s.wbuf[v] = -1;
         s.key[v] = RankKeys::kNone, s.best[v] = RankKeys::kNone;
         s.stamp[v] = v < s.n ? 1 : 0, s.reopen_stamp[v] = 0, s.scan_stamp[v] = 0;
         if (v < s.n) {
@@ -147,6 +184,7 @@ int64_t wide_estimate(const RoundCounts& c, RoundStep which, int64_t N) {
         case kScan: return N;
         case kRelabel: return c.active + c.bcount;
         case kMerge: case kFix: case kWake: return 2 * static_cast<int64_t>(c.open);
+        case kWakeJoin: return N / 4;
         default: return c.open;
     }
 }
@@ -200,7 +238,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         first_kernel<<<grid_for(in.n), kThreads, 0, s>>>(flag.get(), at.get(), in.n, first.get());
         check(cudaGetLastError(), "cut rounds: bitmap");
     }
-    StreamBuffer<int32_t> i32(N * 19 + static_cast<size_t>(in.L) + 1, s, "cut rounds: node arrays");
+    StreamBuffer<int32_t> i32(N * 20 + static_cast<size_t>(in.L) + 1, s, "cut rounds: node arrays");
     StreamBuffer<uint64_t> u64(N * 4 + kThetaSample, s, "cut rounds: keys");
     StreamBuffer<RingCursor> cursor(n, s, "cut rounds: cursors");
     StreamBuffer<RoundCounts> dcounts(1, s, "cut rounds: counts");
@@ -213,7 +251,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     int32_t* p = i32.get();
     for (int32_t** a : {&st.label, &st.charge, &st.target, &st.next_member, &st.tail, &st.old_tail, &st.link,
                         &st.stamp, &st.reopen_stamp, &st.active[0], &st.active[1], &st.open[0], &st.open[1],
-                        &st.reopened, &st.size, &st.scan_stamp, &st.bmem, &st.hot[0], &st.hot[1]})
+                        &st.reopened, &st.size, &st.scan_stamp, &st.bmem, &st.hot[0], &st.hot[1], &st.wbuf})
         *a = p, p += N;
     st.lake_cursor = p;
     st.key = u64.get(), st.best = u64.get() + N, st.cuts = u64.get() + 2 * N, st.repk = u64.get() + 3 * N;
@@ -229,12 +267,16 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     times.upload = ms_since(t);
 
     const bool trace = std::getenv("TESSERA_TRACE") != nullptr;
+    const char* mode_env = std::getenv("TESSERA_BLOCK_MODE");
+    const int block_mode = mode_env ? std::atoi(mode_env) : 1;
+    StreamBuffer<unsigned long long> clk(trace ? 2 * kRoundSteps : 0, s, "cut rounds: trace clocks");
+    if (trace) check(cudaMemsetAsync(clk.get(), 0, 2 * kRoundSteps * sizeof(unsigned long long), s), "cut rounds: trace");
     int trace_lines = 0;
     for (;;) {
         if (counts.open == 0) break;
         const bool block = counts.active + (counts.bopen ? counts.hot : 0) <= kBlockFrom;
         if (block) {
-            block_rounds<<<1, kBlockThreads, 0, s>>>(st, kBlockUpTo);
+            block_rounds<<<1, kBlockThreads, 0, s>>>(st, kBlockUpTo, block_mode, trace ? clk.get() : nullptr);
             ++times.block_launches;
         } else {
             // A few rounds between looks at the counts: the steps read their counts on the
@@ -273,6 +315,24 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     times.rounds = counts.round - 1;
     times.wide_rounds = times.rounds - times.block_rounds;
     times.searched = counts.searched;
+    if (trace && times.block_launches) {
+        unsigned long long c[2 * kRoundSteps];
+        check(cudaMemcpy(c, clk.get(), sizeof c, cudaMemcpyDeviceToHost), "cut rounds: trace");
+        int dev = 0, khz = 1;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev);
+        static const char* names[kRoundSteps] = {"search", "check", "full", "sample", "sort", "theta", "sift", "pick", "jump",
+                                                 "settle", "elect", "merge", "fix", "wake", "wakejoin", "scan", "relabel", "finish"};
+        double total = 0;
+        for (int k = 0; k < kRoundSteps; ++k) total += c[k] / (khz * 1.0);
+        std::fprintf(stderr, "tessera: one-block rounds (mode %d): %d rounds, %.2f ms by SM clock (%d kHz), %.2f us a round; "
+                             "%lld members walked, %d scans\n",
+                     block_mode, times.block_rounds, total, khz, 1e3 * total / std::max(1, times.block_rounds),
+                     static_cast<long long>(counts.walked), counts.scans);
+        for (int k = 0; k < kRoundSteps; ++k)
+            std::fprintf(stderr, "tessera:   %-8s %9.2f ms  %7llu runs  %7.2f us a run\n", names[k], c[k] / (khz * 1.0),
+                         c[kRoundSteps + k], c[kRoundSteps + k] ? 1e3 * c[k] / khz / c[kRoundSteps + k] : 0.0);
+    }
 
     const int32_t m = counts.cuts;
     StreamBuffer<uint64_t> sorted(static_cast<size_t>(m), s, "cut rounds: sorted cuts");
