@@ -332,10 +332,11 @@ struct RoundState {
             }
             const int64_t need = hd::min(radius, keys.w(best_key));  // pairs farther never win
             int64_t w = 0;
-            RingCursor cu = cursor[v];
+            RingCursor cu;  // through ld/st: blocks of one kernel search a node in turn
+            cu.w = ld(&cursor[v].w), cu.k = ld(&cursor[v].k), cu.s = ld(&cursor[v].s);
             const int32_t j = next_pair(occ, rr[v], rc[v], v, cu, need,
                                         [&](int32_t x) { return ld(label + x) != rv; }, w);
-            cursor[v] = cu;
+            st(&cursor[v].w, cu.w), st(&cursor[v].k, cu.k), st(&cursor[v].s, cu.s);
             if (j >= 0) {
                 const uint64_t k = v < j ? keys.pack(w, v, j) : keys.pack(w, j, v);
                 if (k < best_key) best_key = k, tgt = j;

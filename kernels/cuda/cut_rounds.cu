@@ -59,22 +59,68 @@ __global__ void __launch_bounds__(kBlockThreads) sort_kernel(RoundState s) {
     sort_sample(s, temp);
 }
 
+// Work of a tail round's large steps handed to the helper blocks of block_rounds (mode 3).
+struct HelpJob {
+    int32_t seq = 0;   // the leader's job number; a helper runs each new one
+    int32_t step = -1;  // -1: stop
+    int32_t n = 0;
+    int32_t done = 0;  // helpers finished with the job
+};
+
+// Steps whose threads change no counts (search_node: keys, targets, cursors, atomic minima),
+// so blocks other than the one holding the counts can run them from a copy.
+__device__ bool helpable(RoundStep which) { return which == kSearch || which == kFull; }
+
+// A helper block: waits for the leader's jobs and runs its share of each (grid-strided, as the
+// leader's own block does), through L2; the counts from the leader's copy (read only).
+__device__ void help_rounds(RoundState s, HelpJob* job, RoundCounts* mirror) {
+    __shared__ int32_t job_step, job_n;
+    s.counts = mirror;
+    s.local = false;
+    int32_t seen = 0;
+    for (;;) {
+        if (threadIdx.x == 0) {
+            int32_t q;
+            while ((q = *reinterpret_cast<volatile int32_t*>(&job->seq)) == seen) {
+            }
+            seen = q;
+            __threadfence();
+            job_step = *reinterpret_cast<volatile int32_t*>(&job->step);
+            job_n = *reinterpret_cast<volatile int32_t*>(&job->n);
+        }
+        __syncthreads();
+        const int32_t step = job_step, n = job_n;
+        if (step < 0) return;
+        const int32_t stride = gridDim.x * blockDim.x;
+        for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) s.step(static_cast<RoundStep>(step), i);
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) atomicAdd(&job->done, 1);
+    }
+}
+
 // Rounds in one block while at most max_active nodes are active and some cluster is open.
 // mode 0: the steps as the wide kernels run them (counts in global memory, loads through L2,
-// every step and its __syncthreads each round); mode 1 (default): the counts in shared memory
-// (thread 0 loads them at the start and stores them back at the end), plain loads and stores
-// (L1: one block's __syncthreads publish its writes), a step with nothing to do skipped with
-// its barrier (its count is read from shared memory by every thread: uniform); mode 2: mode 1
-// with loads through L2. clk (TESSERA_TRACE): SM clocks per step and the number of times each
-// step ran, summed over the launch's rounds.
+// every step and its __syncthreads each round); mode 1: the counts in shared memory (thread 0
+// loads them at the start and stores them back at the end), plain loads and stores (L1: one
+// block's __syncthreads publish its writes), a step with nothing to do skipped with its
+// barrier (its count is read from shared memory by every thread: uniform); mode 2: mode 1
+// with loads through L2; mode 3 (default): mode 2 on a cooperative grid, block 0 leading: a
+// search (or full search) of at least help_min nodes is shared with the other blocks (a job
+// in global memory, a copy of the counts; they report back through an atomic counter).
+// clk (TESSERA_TRACE): block 0's SM clocks per step and the number of times each step ran.
 __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int32_t max_active, int mode,
-                                                               unsigned long long* clk) {
+                                                               unsigned long long* clk, HelpJob* job,
+                                                               RoundCounts* mirror, int32_t help_min) {
+    if (blockIdx.x != 0) return help_rounds(s, job, mirror);
     __shared__ SampleSort::TempStorage temp;
     __shared__ alignas(RoundCounts) unsigned char counts_bytes[sizeof(RoundCounts)];  // no constructor in __shared__
     RoundCounts& shared_counts = *reinterpret_cast<RoundCounts*>(counts_bytes);
     __shared__ unsigned long long t_step[2 * kRoundSteps];
     RoundCounts* const global_counts = s.counts;
     const bool fast = mode != 0;
+    const bool helped = gridDim.x > 1;
+    int32_t seq = 0;
     if (fast) {
         if (threadIdx.x == 0) shared_counts = *const_cast<const RoundCounts*>(global_counts);
         s.counts = &shared_counts;
@@ -103,6 +149,25 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
                 sort_sample(s, temp);
             } else if (single) {
                 if (threadIdx.x == 0) s.step(which, 0);
+            } else if (helped && helpable(which) && n >= help_min) {
+                // The block's writes visible to the helpers, then the job (counts copied).
+                __threadfence();
+                __syncthreads();
+                if (threadIdx.x == 0) {
+                    *mirror = shared_counts;
+                    job->step = which, job->n = n;
+                    atomicExch(&job->done, 0);
+                    __threadfence();
+                    *reinterpret_cast<volatile int32_t*>(&job->seq) = ++seq;
+                }
+                const int32_t stride = gridDim.x * blockDim.x;
+                for (int32_t i = threadIdx.x; i < n; i += stride) s.step(which, i);
+                __syncthreads();
+                if (threadIdx.x == 0) {
+                    while (*reinterpret_cast<volatile int32_t*>(&job->done) < static_cast<int32_t>(gridDim.x) - 1) {
+                    }
+                    __threadfence();
+                }
             } else {
                 for (int32_t i = threadIdx.x; i < n; i += blockDim.x) s.step(which, i);
             }
@@ -115,7 +180,14 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
             }
         }
     }
-    if (fast && threadIdx.x == 0) *global_counts = shared_counts;
+    if (threadIdx.x == 0) {
+        if (fast) *global_counts = shared_counts;
+        if (helped) {
+            job->step = -1;
+            __threadfence();
+            *reinterpret_cast<volatile int32_t*>(&job->seq) = ++seq;
+        }
+    }
     if (clk && threadIdx.x < 2 * kRoundSteps) clk[threadIdx.x] += t_step[threadIdx.x];
 }
 
@@ -268,7 +340,24 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
 
     const bool trace = std::getenv("TESSERA_TRACE") != nullptr;
     const char* mode_env = std::getenv("TESSERA_BLOCK_MODE");
-    const int block_mode = mode_env ? std::atoi(mode_env) : 1;
+    const int block_mode = mode_env ? std::atoi(mode_env) : 3;
+    // Mode 3: helper blocks, as many as stay resident beside the leader (cooperative launch).
+    int help_blocks = 1;
+    if (block_mode == 3) {
+        int dev = 0, sms = 0, per_sm = 0, coop = 0;
+        check(cudaGetDevice(&dev), "cut rounds: device");
+        check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cut rounds: device");
+        check(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev), "cut rounds: device");
+        check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, block_rounds, kBlockThreads, 0), "cut rounds: occupancy");
+        const char* blocks_env = std::getenv("TESSERA_HELP_BLOCKS");
+        help_blocks = coop ? std::max(1, std::min(sms * per_sm, blocks_env ? std::atoi(blocks_env) : sms)) : 1;
+    }
+    const char* help_env = std::getenv("TESSERA_HELP_MIN");
+    int32_t help_min = help_env ? std::atoi(help_env) : kBlockThreads / 4;
+    StreamBuffer<HelpJob> job(1, s, "cut rounds: help job");
+    StreamBuffer<RoundCounts> mirror(1, s, "cut rounds: counts copy");
+    const HelpJob job0{};
+    check(cudaMemcpyAsync(job.get(), &job0, sizeof job0, cudaMemcpyHostToDevice, s), "cut rounds: help job");
     StreamBuffer<unsigned long long> clk(trace ? 2 * kRoundSteps : 0, s, "cut rounds: trace clocks");
     if (trace) check(cudaMemsetAsync(clk.get(), 0, 2 * kRoundSteps * sizeof(unsigned long long), s), "cut rounds: trace");
     int trace_lines = 0;
@@ -276,7 +365,20 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         if (counts.open == 0) break;
         const bool block = counts.active + (counts.bopen ? counts.hot : 0) <= kBlockFrom;
         if (block) {
-            block_rounds<<<1, kBlockThreads, 0, s>>>(st, kBlockUpTo, block_mode, trace ? clk.get() : nullptr);
+            int32_t max_active = kBlockUpTo;
+            unsigned long long* clk_p = trace ? clk.get() : nullptr;
+            HelpJob* job_p = job.get();
+            RoundCounts* mirror_p = mirror.get();
+            int mode = block_mode;
+            if (help_blocks > 1) {
+                check(cudaMemcpyAsync(job.get(), &job0, sizeof job0, cudaMemcpyHostToDevice, s), "cut rounds: help job");
+                void* args[] = {&st, &max_active, &mode, &clk_p, &job_p, &mirror_p, &help_min};
+                check(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(block_rounds), dim3(help_blocks),
+                                                  dim3(kBlockThreads), args, 0, s),
+                      "cut rounds: cooperative launch");
+            } else {
+                block_rounds<<<1, kBlockThreads, 0, s>>>(st, max_active, mode, clk_p, job_p, mirror_p, help_min);
+            }
             ++times.block_launches;
         } else {
             // A few rounds between looks at the counts: the steps read their counts on the
@@ -326,9 +428,9 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         double total = 0;
         for (int k = 0; k < kRoundSteps; ++k) total += c[k] / (khz * 1.0);
         std::fprintf(stderr, "tessera: one-block rounds (mode %d): %d rounds, %.2f ms by SM clock (%d kHz), %.2f us a round; "
-                             "%lld members walked, %d scans\n",
+                             "%lld members walked, %d scans; %d blocks, help from %d nodes\n",
                      block_mode, times.block_rounds, total, khz, 1e3 * total / std::max(1, times.block_rounds),
-                     static_cast<long long>(counts.walked), counts.scans);
+                     static_cast<long long>(counts.walked), counts.scans, help_blocks, help_min);
         for (int k = 0; k < kRoundSteps; ++k)
             std::fprintf(stderr, "tessera:   %-8s %9.2f ms  %7llu runs  %7.2f us a run\n", names[k], c[k] / (khz * 1.0),
                          c[kRoundSteps + k], c[kRoundSteps + k] ? 1e3 * c[k] / khz / c[kRoundSteps + k] : 0.0);
