@@ -72,6 +72,13 @@ TESSERA_HOSTDEV inline void atomic_max(uint64_t* p, uint64_t v) {
     if (v > *p) *p = v;
 #endif
 }
+TESSERA_HOSTDEV inline void atomic_add(uint64_t* p, uint64_t v) {
+#if defined(__CUDA_ARCH__)
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+#else
+    *p += v;
+#endif
+}
 TESSERA_HOSTDEV inline int32_t atomic_cas(int32_t* p, int32_t expect, int32_t v) {
 #if defined(__CUDA_ARCH__)
     return atomicCAS(p, expect, v);
@@ -213,6 +220,9 @@ struct RoundState {
     RoundCounts* counts = nullptr;
     int32_t* wbuf = nullptr;  // N: members of the closed roots joined this round, to wake
     bool local = false;       // one block runs the rounds (plain loads and stores)
+    // Traces (null: off): a search's ring positions passed, its label probes and lake steps,
+    // the round's largest such search, the sum of those maxima over the rounds.
+    uint64_t* probes = nullptr;  // 4
 
     TESSERA_HOSTDEV int32_t nodes() const { return n + L + 1; }
     TESSERA_HOSTDEV bool is_open(int32_t r) const { return r != G && ld(charge + r) != 0; }
@@ -312,9 +322,11 @@ struct RoundState {
         int32_t tgt = -1;
         if (v >= n) {  // a lake: weight 0, its residues in id order
             const int32_t l = v - n;
-            int32_t cur = ld(lake_cursor + l);
+            const int32_t cur0 = ld(lake_cursor + l);
+            int32_t cur = cur0;
             while (cur < adj_start[l + 1] && ld(label + adj[cur]) == rv) ++cur;
             st(lake_cursor + l, cur);
+            if (probes) note_probes(0, static_cast<uint64_t>(cur - cur0));
             if (cur < adj_start[l + 1]) tgt = adj[cur], best_key = keys.pack(0, tgt, v);
         } else {
             const GroundChoice g = ground_choice(rr[v], rc[v], H, W);
@@ -334,8 +346,11 @@ struct RoundState {
             int64_t w = 0;
             RingCursor cu;  // through ld/st: blocks of one kernel search a node in turn
             cu.w = ld(&cursor[v].w), cu.k = ld(&cursor[v].k), cu.s = ld(&cursor[v].s);
+            const RingCursor cu0 = cu;
+            uint64_t tested = 0;
             const int32_t j = next_pair(occ, rr[v], rc[v], v, cu, need,
-                                        [&](int32_t x) { return ld(label + x) != rv; }, w);
+                                        [&](int32_t x) { return ++tested, ld(label + x) != rv; }, w);
+            if (probes) note_probes(ring_index(cu) - ring_index(cu0), tested);
             st(&cursor[v].w, cu.w), st(&cursor[v].k, cu.k), st(&cursor[v].s, cu.s);
             if (j >= 0) {
                 const uint64_t k = v < j ? keys.pack(w, v, j) : keys.pack(w, j, v);
@@ -344,6 +359,16 @@ struct RoundState {
         }
         st(key + v, best_key), st(target + v, tgt);
         return best_key;
+    }
+
+    // A cursor's position in its walk (rings 0..w-1 hold 1 + 2w(w-1) positions).
+    TESSERA_HOSTDEV static uint64_t ring_index(const RingCursor& c) {
+        const uint64_t w = static_cast<uint64_t>(c.w);
+        return (w == 0 ? 0 : 1 + 2 * w * (w - 1)) + static_cast<uint64_t>(c.k);
+    }
+    TESSERA_HOSTDEV void note_probes(uint64_t positions, uint64_t tested) const {
+        hd::atomic_add(probes, positions), hd::atomic_add(probes + 1, tested);
+        hd::atomic_max(probes + 2, positions + tested);
     }
 
     TESSERA_HOSTDEV void search_node(int32_t v) const {
@@ -614,6 +639,7 @@ struct RoundState {
         }
         if (get(&c->scan)) put(&c->scans, get(&c->scans) + 1);
         put(&c->walked, get(&c->walked) + get(&c->woken)), put(&c->woken, 0);
+        if (probes) st(probes + 3, ld(probes + 3) + ld(probes + 2)), st(probes + 2, uint64_t{0});
         put(&c->big_to, -1), put(&c->hand_from, -1), put(&c->hand, 0), put(&c->scan, 0);
         int32_t big = get(&c->big);
         if (big >= 0 && !is_open(big)) {  // closed: the slot is freed (its member list stays whole)

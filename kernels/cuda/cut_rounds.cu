@@ -69,7 +69,9 @@ struct HelpJob {
 
 // Steps whose threads change no counts (search_node: keys, targets, cursors, atomic minima),
 // so blocks other than the one holding the counts can run them from a copy.
-__device__ bool helpable(RoundStep which) { return which == kSearch || which == kFull; }
+// Mode 3 shares searches and full searches, mode 4 full searches only (a tail round's search
+// is one long ring walk's latency, which more blocks do not shorten).
+__device__ bool helpable(RoundStep which, int mode) { return which == kFull || (which == kSearch && mode == 3); }
 
 // A helper block: waits for the leader's jobs and runs its share of each (grid-strided, as the
 // leader's own block does), through L2; the counts from the leader's copy (read only).
@@ -105,9 +107,11 @@ __device__ void help_rounds(RoundState s, HelpJob* job, RoundCounts* mirror) {
 // loads them at the start and stores them back at the end), plain loads and stores (L1: one
 // block's __syncthreads publish its writes), a step with nothing to do skipped with its
 // barrier (its count is read from shared memory by every thread: uniform); mode 2: mode 1
-// with loads through L2; mode 3 (default): mode 2 on a cooperative grid, block 0 leading: a
-// search (or full search) of at least help_min nodes is shared with the other blocks (a job
-// in global memory, a copy of the counts; they report back through an atomic counter).
+// with loads through L2; mode 3: mode 2 on a cooperative grid, block 0 leading: a search (or
+// full search) of at least help_min nodes is shared with the other blocks (a job in global
+// memory, a copy of the counts; they report back through an atomic counter, the leader's
+// fence after it makes their writes visible to its block's plain loads); mode 4 (default):
+// mode 1 (plain loads in block 0) with full searches shared as in mode 3.
 // clk (TESSERA_TRACE): block 0's SM clocks per step and the number of times each step ran.
 __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int32_t max_active, int mode,
                                                                unsigned long long* clk, HelpJob* job,
@@ -124,7 +128,7 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
     if (fast) {
         if (threadIdx.x == 0) shared_counts = *const_cast<const RoundCounts*>(global_counts);
         s.counts = &shared_counts;
-        s.local = mode == 1;
+        s.local = mode == 1 || mode == 4;
     }
     if (threadIdx.x < 2 * kRoundSteps) t_step[threadIdx.x] = 0;
     __syncthreads();
@@ -149,7 +153,7 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
                 sort_sample(s, temp);
             } else if (single) {
                 if (threadIdx.x == 0) s.step(which, 0);
-            } else if (helped && helpable(which) && n >= help_min) {
+            } else if (helped && helpable(which, mode) && n >= help_min) {
                 // The block's writes visible to the helpers, then the job (counts copied).
                 __threadfence();
                 __syncthreads();
@@ -340,10 +344,10 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
 
     const bool trace = std::getenv("TESSERA_TRACE") != nullptr;
     const char* mode_env = std::getenv("TESSERA_BLOCK_MODE");
-    const int block_mode = mode_env ? std::atoi(mode_env) : 3;
+    const int block_mode = mode_env ? std::atoi(mode_env) : 4;
     // Mode 3: helper blocks, as many as stay resident beside the leader (cooperative launch).
     int help_blocks = 1;
-    if (block_mode == 3) {
+    if (block_mode >= 3) {
         int dev = 0, sms = 0, per_sm = 0, coop = 0;
         check(cudaGetDevice(&dev), "cut rounds: device");
         check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cut rounds: device");
@@ -361,10 +365,17 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     StreamBuffer<unsigned long long> clk(trace ? 2 * kRoundSteps : 0, s, "cut rounds: trace clocks");
     if (trace) check(cudaMemsetAsync(clk.get(), 0, 2 * kRoundSteps * sizeof(unsigned long long), s), "cut rounds: trace");
     int trace_lines = 0;
+    StreamBuffer<uint64_t> probes(trace ? 4 : 0, s, "cut rounds: trace probes");
+    uint64_t tail_probes[4] = {0, 0, 0, 0};
+    if (trace) {
+        check(cudaMemsetAsync(probes.get(), 0, 4 * sizeof(uint64_t), s), "cut rounds: trace");
+        st.probes = probes.get();
+    }
     for (;;) {
         if (counts.open == 0) break;
         const bool block = counts.active + (counts.bopen ? counts.hot : 0) <= kBlockFrom;
         if (block) {
+            if (trace) check(cudaMemsetAsync(probes.get(), 0, 4 * sizeof(uint64_t), s), "cut rounds: trace");
             int32_t max_active = kBlockUpTo;
             unsigned long long* clk_p = trace ? clk.get() : nullptr;
             HelpJob* job_p = job.get();
@@ -403,6 +414,11 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         check(cudaStreamSynchronize(s), "cut rounds: rounds");
         const double ms = ms_since(t);
         (block ? times.block : times.wide) += ms;
+        if (trace && block) {
+            uint64_t p[4];
+            check(cudaMemcpy(p, probes.get(), sizeof p, cudaMemcpyDeviceToHost), "cut rounds: trace");
+            for (int j = 0; j < 4; ++j) tail_probes[j] += p[j];
+        }
         if (block) times.block_rounds += counts.round - round_before;
         if (trace && ++trace_lines <= 200)
             std::fprintf(stderr,
@@ -431,6 +447,11 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
                              "%lld members walked, %d scans; %d blocks, help from %d nodes\n",
                      block_mode, times.block_rounds, total, khz, 1e3 * total / std::max(1, times.block_rounds),
                      static_cast<long long>(counts.walked), counts.scans, help_blocks, help_min);
+        std::fprintf(stderr, "tessera: one-block searches: %llu ring positions, %llu label probes and lake steps; "
+                             "the largest search of each round summed: %llu (%.1f a round)\n",
+                     static_cast<unsigned long long>(tail_probes[0]), static_cast<unsigned long long>(tail_probes[1]),
+                     static_cast<unsigned long long>(tail_probes[3]),
+                     static_cast<double>(tail_probes[3]) / std::max(1, times.block_rounds));
         for (int k = 0; k < kRoundSteps; ++k)
             std::fprintf(stderr, "tessera:   %-8s %9.2f ms  %7llu runs  %7.2f us a run\n", names[k], c[k] / (khz * 1.0),
                          c[kRoundSteps + k], c[kRoundSteps + k] ? 1e3 * c[k] / khz / c[kRoundSteps + k] : 0.0);
