@@ -315,18 +315,37 @@ struct RoundState {
     }
 
     // Node v's best edge leaving cluster rv (section 3.2's candidates), cached.
+    // Node v's cached key, when it stands (its far end still outside cluster rv).
+    TESSERA_HOSTDEV bool cached_best(int32_t v, int32_t rv, uint64_t& k) const {
+        k = ld(key + v);
+        return k != RankKeys::kNone && ld(label + ld(target + v)) != rv;
+    }
+
     TESSERA_HOSTDEV uint64_t node_best(int32_t v, int32_t rv) const {
-        const uint64_t cached = ld(key + v);
-        if (cached != RankKeys::kNone && ld(label + ld(target + v)) != rv) return cached;
+        uint64_t cached;
+        if (cached_best(v, rv, cached)) return cached;
+        return node_search(v, rv, true, [&](int32_t l, int32_t cur) {
+            while (cur < adj_start[l + 1] && ld(label + adj[cur]) == rv) ++cur;
+            return cur;
+        }, [&](RingCursor& cu, int64_t need, int64_t& w, uint64_t& tested) {
+            return next_pair(occ, rr[v], rc[v], v, cu, need, [&](int32_t x) { return ++tested, ld(label + x) != rv; }, w);
+        });
+    }
+
+    // Node v's search past its cached key: lake_walk(l, cursor) gives lake l's first residue
+    // outside rv from its cursor on; ring_walk(cursor, need, w, tested) is next_pair's walk.
+    // The writer stores the results (a warp searching one node: every lane computes them).
+    template <class LakeWalk, class RingWalk>
+    TESSERA_HOSTDEV uint64_t node_search(int32_t v, int32_t rv, bool writer, const LakeWalk& lake_walk,
+                                         const RingWalk& ring_walk) const {
         uint64_t best_key = RankKeys::kNone;
         int32_t tgt = -1;
         if (v >= n) {  // a lake: weight 0, its residues in id order
             const int32_t l = v - n;
             const int32_t cur0 = ld(lake_cursor + l);
-            int32_t cur = cur0;
-            while (cur < adj_start[l + 1] && ld(label + adj[cur]) == rv) ++cur;
-            st(lake_cursor + l, cur);
-            if (probes) note_probes(0, static_cast<uint64_t>(cur - cur0));
+            const int32_t cur = lake_walk(l, cur0);
+            if (writer) st(lake_cursor + l, cur);
+            if (probes && writer) note_probes(0, static_cast<uint64_t>(cur - cur0));
             if (cur < adj_start[l + 1]) tgt = adj[cur], best_key = keys.pack(0, tgt, v);
         } else {
             const GroundChoice g = ground_choice(rr[v], rc[v], H, W);
@@ -348,16 +367,15 @@ struct RoundState {
             cu.w = ld(&cursor[v].w), cu.k = ld(&cursor[v].k), cu.s = ld(&cursor[v].s);
             const RingCursor cu0 = cu;
             uint64_t tested = 0;
-            const int32_t j = next_pair(occ, rr[v], rc[v], v, cu, need,
-                                        [&](int32_t x) { return ++tested, ld(label + x) != rv; }, w);
-            if (probes) note_probes(ring_index(cu) - ring_index(cu0), tested);
-            st(&cursor[v].w, cu.w), st(&cursor[v].k, cu.k), st(&cursor[v].s, cu.s);
+            const int32_t j = ring_walk(cu, need, w, tested);
+            if (probes && writer) note_probes(ring_index(cu) - ring_index(cu0), tested);
+            if (writer) st(&cursor[v].w, cu.w), st(&cursor[v].k, cu.k), st(&cursor[v].s, cu.s);
             if (j >= 0) {
                 const uint64_t k = v < j ? keys.pack(w, v, j) : keys.pack(w, j, v);
                 if (k < best_key) best_key = k, tgt = j;
             }
         }
-        st(key + v, best_key), st(target + v, tgt);
+        if (writer) st(key + v, best_key), st(target + v, tgt);
         return best_key;
     }
 
@@ -384,10 +402,12 @@ struct RoundState {
         return j < h ? ld(hot[counts_round() & 1] + j) : ld(bmem + get(&counts->bsorted) + (j - h));
     }
 
-    TESSERA_HOSTDEV void search(int32_t i) const {
+    // The search step's i-th node: the active list's, then the parked cluster's hot and new.
+    TESSERA_HOSTDEV int32_t search_vertex(int32_t i) const {
         const int32_t a = get(&counts->active);
-        search_node(i < a ? ld(active[counts_round() & 1] + i) : hot_or_new(i - a));
+        return i < a ? ld(active[counts_round() & 1] + i) : hot_or_new(i - a);
     }
+    TESSERA_HOSTDEV void search(int32_t i) const { search_node(search_vertex(i)); }
 
     // One thread, after search: is the minimum of hot and new the parked cluster's?
     TESSERA_HOSTDEV void check() const {

@@ -59,6 +59,87 @@ __global__ void __launch_bounds__(kBlockThreads) sort_kernel(RoundState s) {
     sort_sample(s, temp);
 }
 
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int32_t kSlowMax = 2048;  // nodes a tail round's search hands to warps (more: a thread each)
+
+__device__ uint64_t warp_sum(uint64_t x) {
+    for (int d = 16; d > 0; d /= 2) x += __shfl_down_sync(kFullMask, x, d);
+    return __shfl_sync(kFullMask, x, 0);
+}
+
+// next_pair (kernels/cut_numerics.h) walked by a warp: 32 positions of a ring at a time, each
+// lane its plaquette's residues (the first lane from the cursor's residue on); the first lane
+// with a residue outside rv gives the answer and the cursor, as the walk of one thread would.
+__device__ int32_t warp_next_pair(const RoundState& s, int32_t v, int32_t rv, RingCursor& cu, int64_t limit,
+                                  int64_t& w_out, uint64_t& tested) {
+    const int lane = threadIdx.x & 31;
+    const PlaquetteBits& occ = s.occ;
+    const int64_t ar = s.rr[v], ac = s.rc[v];
+    uint64_t t = 0;
+    if (cu.w >= 1 && cu.k == 0 && cu.s == 0) {  // every lane: the same jump over empty rings
+        const int64_t d = occ.nearest_occupied(ar, ac, cu.w, limit);
+        if (d > cu.w) cu.w = static_cast<int32_t>(hd::min(d, limit + 1));
+    }
+    int32_t found = -1;
+    while (cu.w <= limit) {
+        const int32_t positions = cu.w == 0 ? 1 : 4 * cu.w;
+        const int32_t k = cu.k + lane;
+        int32_t j = -1, at = 0;
+        if (k < positions) {
+            int64_t dr, dc;
+            ring_offset(cu.w, k, dr, dc);
+            const int64_t r = ar + dr, c = ac + dc;
+            if (occ.inside(r, c)) {
+                const int64_t b = occ.bit(r, c);
+                if (occ.test(b)) {
+                    int32_t first, end;
+                    occ.residues(b, first, end);
+                    for (int32_t x = first + (lane == 0 ? cu.s : 0); x < end; ++x) {
+                        ++t;
+                        if (x != v && s.ld(s.label + x) != rv) {
+                            j = x, at = x - first;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        const unsigned hit = __ballot_sync(kFullMask, j >= 0);
+        if (hit) {
+            const int first_lane = __ffs(hit) - 1;
+            found = __shfl_sync(kFullMask, j, first_lane);
+            cu.k += first_lane, cu.s = __shfl_sync(kFullMask, at, first_lane), w_out = cu.w;
+            break;
+        }
+        cu.k += 32, cu.s = 0;
+        if (cu.k >= positions) ++cu.w, cu.k = 0;
+    }
+    if (s.probes) tested += warp_sum(t);
+    return found;
+}
+
+// A node's search past its cached key by a warp (lane 0 stores): the lake's shore and the
+// ring, 32 candidates at a time.
+__device__ void warp_search(const RoundState& s, int32_t v) {
+    const int lane = threadIdx.x & 31;
+    const int32_t rv = s.ld(s.label + v);
+    const uint64_t k = s.node_search(
+        v, rv, lane == 0,
+        [&](int32_t l, int32_t cur) {
+            const int32_t end = s.adj_start[l + 1];
+            for (; cur < end; cur += 32) {
+                const int32_t x = cur + lane;
+                const unsigned hit = __ballot_sync(kFullMask, x < end && s.ld(s.label + s.adj[x]) != rv);
+                if (hit) return cur + __ffs(hit) - 1;
+            }
+            return end;
+        },
+        [&](RingCursor& cu, int64_t need, int64_t& w, uint64_t& tested) {
+            return warp_next_pair(s, v, rv, cu, need, w, tested);
+        });
+    if (lane == 0 && k != RankKeys::kNone && k < s.ld(s.best + rv)) hd::atomic_min(s.best + rv, k);
+}
+
 // Work of a tail round's large steps handed to the helper blocks of block_rounds (mode 3).
 struct HelpJob {
     int32_t seq = 0;   // the leader's job number; a helper runs each new one
@@ -115,8 +196,10 @@ __device__ void help_rounds(RoundState s, HelpJob* job, RoundCounts* mirror) {
 // clk (TESSERA_TRACE): block 0's SM clocks per step and the number of times each step ran.
 __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int32_t max_active, int mode,
                                                                unsigned long long* clk, HelpJob* job,
-                                                               RoundCounts* mirror, int32_t help_min) {
+                                                               RoundCounts* mirror, int32_t help_min, int warp_walk) {
     if (blockIdx.x != 0) return help_rounds(s, job, mirror);
+    __shared__ int32_t slow[kSlowMax];
+    __shared__ int32_t n_slow;
     __shared__ SampleSort::TempStorage temp;
     __shared__ alignas(RoundCounts) unsigned char counts_bytes[sizeof(RoundCounts)];  // no constructor in __shared__
     RoundCounts& shared_counts = *reinterpret_cast<RoundCounts*>(counts_bytes);
@@ -131,6 +214,7 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
         s.local = mode == 1 || mode == 4;
     }
     if (threadIdx.x < 2 * kRoundSteps) t_step[threadIdx.x] = 0;
+    if (threadIdx.x == 0) n_slow = 0;
     __syncthreads();
     long long t0 = clock64();
     for (;;) {
@@ -153,6 +237,24 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
                 sort_sample(s, temp);
             } else if (single) {
                 if (threadIdx.x == 0) s.step(which, 0);
+            } else if (which == kSearch && warp_walk && fast && !(helped && helpable(which, mode) && n >= help_min)) {
+                // Cached keys that stand: a thread each; the others' walks: a warp each.
+                for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+                    const int32_t v = s.search_vertex(i), rv = s.ld(s.label + v);
+                    uint64_t key;
+                    if (s.cached_best(v, rv, key)) {
+                        if (key < s.ld(s.best + rv)) hd::atomic_min(s.best + rv, key);
+                    } else {
+                        const int32_t at = atomicAdd(&n_slow, 1);
+                        if (at < kSlowMax) slow[at] = v;
+                        else s.search_node(v);
+                    }
+                }
+                __syncthreads();
+                const int32_t m = min(n_slow, kSlowMax);
+                for (int32_t j = threadIdx.x / 32; j < m; j += blockDim.x / 32) warp_search(s, slow[j]);
+                __syncthreads();
+                if (threadIdx.x == 0) n_slow = 0;  // read again after the step's barrier, next round
             } else if (helped && helpable(which, mode) && n >= help_min) {
                 // The block's writes visible to the helpers, then the job (counts copied).
                 __threadfence();
@@ -356,6 +458,8 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         const char* blocks_env = std::getenv("TESSERA_HELP_BLOCKS");
         help_blocks = coop ? std::max(1, std::min(sms * per_sm, blocks_env ? std::atoi(blocks_env) : sms)) : 1;
     }
+    const char* warp_env = std::getenv("TESSERA_WARP_WALK");
+    int warp_walk = warp_env ? std::atoi(warp_env) : 1;
     const char* help_env = std::getenv("TESSERA_HELP_MIN");
     int32_t help_min = help_env ? std::atoi(help_env) : kBlockThreads / 4;
     StreamBuffer<HelpJob> job(1, s, "cut rounds: help job");
@@ -383,12 +487,12 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
             int mode = block_mode;
             if (help_blocks > 1) {
                 check(cudaMemcpyAsync(job.get(), &job0, sizeof job0, cudaMemcpyHostToDevice, s), "cut rounds: help job");
-                void* args[] = {&st, &max_active, &mode, &clk_p, &job_p, &mirror_p, &help_min};
+                void* args[] = {&st, &max_active, &mode, &clk_p, &job_p, &mirror_p, &help_min, &warp_walk};
                 check(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(block_rounds), dim3(help_blocks),
                                                   dim3(kBlockThreads), args, 0, s),
                       "cut rounds: cooperative launch");
             } else {
-                block_rounds<<<1, kBlockThreads, 0, s>>>(st, max_active, mode, clk_p, job_p, mirror_p, help_min);
+                block_rounds<<<1, kBlockThreads, 0, s>>>(st, max_active, mode, clk_p, job_p, mirror_p, help_min, warp_walk);
             }
             ++times.block_launches;
         } else {
@@ -444,9 +548,9 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         double total = 0;
         for (int k = 0; k < kRoundSteps; ++k) total += c[k] / (khz * 1.0);
         std::fprintf(stderr, "tessera: one-block rounds (mode %d): %d rounds, %.2f ms by SM clock (%d kHz), %.2f us a round; "
-                             "%lld members walked, %d scans; %d blocks, help from %d nodes\n",
+                             "%lld members walked, %d scans; %d blocks, help from %d nodes, warp walks %d\n",
                      block_mode, times.block_rounds, total, khz, 1e3 * total / std::max(1, times.block_rounds),
-                     static_cast<long long>(counts.walked), counts.scans, help_blocks, help_min);
+                     static_cast<long long>(counts.walked), counts.scans, help_blocks, help_min, warp_walk);
         std::fprintf(stderr, "tessera: one-block searches: %llu ring positions, %llu label probes and lake steps; "
                              "the largest search of each round summed: %llu (%.1f a round)\n",
                      static_cast<unsigned long long>(tail_probes[0]), static_cast<unsigned long long>(tail_probes[1]),
