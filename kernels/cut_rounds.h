@@ -10,10 +10,12 @@
 // array (bmem) with a hot set: every member outside hot and outside the members added since
 // the last sift (new) has a cached key >= theta (keys only grow), so a minimum below theta
 // found among hot and new is the cluster's minimum. A round:
-//   search  each node of the active list and big's hot and new: its best edge leaving the
-//           cluster (a cached key stays while its far end is outside: clusters only grow,
-//           candidates only vanish; else ground and lake edges and the ring cursor, which only
-//           advances); a 64-bit minimum per cluster (RankKeys);
+//   search  each node of the active list and big's hot and new (search_vertex): its best
+//           edge leaving the cluster (a cached key stays while its far end is outside:
+//           cached_best; clusters only grow, candidates only vanish; else node_search: ground
+//           and lake edges and the ring cursor, which only advances; its lake-shore and ring
+//           walks run on one thread, next_pair, or on a warp, the same answer and cursor); a
+//           64-bit minimum per cluster (RankKeys);
 //   check   big's minimum >= theta (or hot too large): full search of bmem, a strided sample
 //           of its keys sorted, theta from it (about `hot` keys below it);
 //   sift    hot for the next round: the searched members (or all of bmem) with key < theta;
@@ -26,8 +28,10 @@
 //   merge   each cluster of a tree but its representative P: charge, size and member list
 //           to P, links to P (the parked cluster absorbed: bmem handed to P);
 //   fix     each representative: its size key; the first large open one parks (big);
-//   wake    each listed closed root's members (a walk of its list; a scan of all nodes when
-//           it is large): P as label; into bmem if P is big, else listed if P is open;
+//   wake    each listed closed root's members (a walk of its list into wbuf; a scan of all
+//           nodes when it is large);
+//   wakejoin each member in wbuf (and scan: each scanned member): P as label; into bmem if P
+//           is big, else listed if P is open;
 //   relabel each active node: P as label (members of P keep it); listed if P is open (into
 //           bmem if P is big); the handed-over bmem: P as label.
 //   finish  one thread: the next round's lists become current; big listed if open, freed

@@ -469,9 +469,12 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     StreamBuffer<unsigned long long> clk(trace ? 2 * kRoundSteps : 0, s, "cut rounds: trace clocks");
     if (trace) check(cudaMemsetAsync(clk.get(), 0, 2 * kRoundSteps * sizeof(unsigned long long), s), "cut rounds: trace");
     int trace_lines = 0;
-    StreamBuffer<uint64_t> probes(trace ? 4 : 0, s, "cut rounds: trace probes");
+    // TESSERA_TRACE_PROBES (with TESSERA_TRACE): each search past its cached key counts its ring
+    // positions and label probes (three global atomics a search: it slows the wide rounds).
+    const bool trace_probes = trace && std::getenv("TESSERA_TRACE_PROBES") != nullptr;
+    StreamBuffer<uint64_t> probes(trace_probes ? 4 : 0, s, "cut rounds: trace probes");
     uint64_t tail_probes[4] = {0, 0, 0, 0};
-    if (trace) {
+    if (trace_probes) {
         check(cudaMemsetAsync(probes.get(), 0, 4 * sizeof(uint64_t), s), "cut rounds: trace");
         st.probes = probes.get();
     }
@@ -479,7 +482,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         if (counts.open == 0) break;
         const bool block = counts.active + (counts.bopen ? counts.hot : 0) <= kBlockFrom;
         if (block) {
-            if (trace) check(cudaMemsetAsync(probes.get(), 0, 4 * sizeof(uint64_t), s), "cut rounds: trace");
+            if (trace_probes) check(cudaMemsetAsync(probes.get(), 0, 4 * sizeof(uint64_t), s), "cut rounds: trace");
             int32_t max_active = kBlockUpTo;
             unsigned long long* clk_p = trace ? clk.get() : nullptr;
             HelpJob* job_p = job.get();
@@ -518,7 +521,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         check(cudaStreamSynchronize(s), "cut rounds: rounds");
         const double ms = ms_since(t);
         (block ? times.block : times.wide) += ms;
-        if (trace && block) {
+        if (trace_probes && block) {
             uint64_t p[4];
             check(cudaMemcpy(p, probes.get(), sizeof p, cudaMemcpyDeviceToHost), "cut rounds: trace");
             for (int j = 0; j < 4; ++j) tail_probes[j] += p[j];
@@ -551,7 +554,8 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
                              "%lld members walked, %d scans; %d blocks, help from %d nodes, warp walks %d\n",
                      block_mode, times.block_rounds, total, khz, 1e3 * total / std::max(1, times.block_rounds),
                      static_cast<long long>(counts.walked), counts.scans, help_blocks, help_min, warp_walk);
-        std::fprintf(stderr, "tessera: one-block searches: %llu ring positions, %llu label probes and lake steps; "
+        if (trace_probes)
+            std::fprintf(stderr, "tessera: one-block searches: %llu ring positions, %llu label probes and lake steps; "
                              "the largest search of each round summed: %llu (%.1f a round)\n",
                      static_cast<unsigned long long>(tail_probes[0]), static_cast<unsigned long long>(tail_probes[1]),
                      static_cast<unsigned long long>(tail_probes[3]),
