@@ -10,10 +10,12 @@
 // array (bmem) with a hot set: every member outside hot and outside the members added since
 // the last sift (new) has a cached key >= theta (keys only grow), so a minimum below theta
 // found among hot and new is the cluster's minimum. A round:
-//   search  each node of the active list and big's hot and new: its best edge leaving the
-//           cluster (a cached key stays while its far end is outside: clusters only grow,
-//           candidates only vanish; else ground and lake edges and the ring cursor, which only
-//           advances); a 64-bit minimum per cluster (RankKeys);
+//   search  each node of the active list and big's hot and new (search_vertex): its best
+//           edge leaving the cluster (a cached key stays while its far end is outside:
+//           cached_best; clusters only grow, candidates only vanish; else node_search: ground
+//           and lake edges and the ring cursor, which only advances; its lake-shore and ring
+//           walks run on one thread, next_pair, or on a warp, the same answer and cursor); a
+//           64-bit minimum per cluster (RankKeys);
 //   check   big's minimum >= theta (or hot too large): full search of bmem, a strided sample
 //           of its keys sorted, theta from it (about `hot` keys below it);
 //   sift    hot for the next round: the searched members (or all of bmem) with key < theta;
@@ -26,8 +28,10 @@
 //   merge   each cluster of a tree but its representative P: charge, size and member list
 //           to P, links to P (the parked cluster absorbed: bmem handed to P);
 //   fix     each representative: its size key; the first large open one parks (big);
-//   wake    each listed closed root's members (a walk of its list; a scan of all nodes when
-//           it is large): P as label; into bmem if P is big, else listed if P is open;
+//   wake    each listed closed root's members (a walk of its list into wbuf; a scan of all
+//           nodes when it is large);
+//   wakejoin each member in wbuf (and scan: each scanned member): P as label; into bmem if P
+//           is big, else listed if P is open;
 //   relabel each active node: P as label (members of P keep it); listed if P is open (into
 //           bmem if P is big); the handed-over bmem: P as label.
 //   finish  one thread: the next round's lists become current; big listed if open, freed
@@ -70,6 +74,13 @@ TESSERA_HOSTDEV inline void atomic_max(uint64_t* p, uint64_t v) {
     atomicMax(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
 #else
     if (v > *p) *p = v;
+#endif
+}
+TESSERA_HOSTDEV inline void atomic_add(uint64_t* p, uint64_t v) {
+#if defined(__CUDA_ARCH__)
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+#else
+    *p += v;
 #endif
 }
 TESSERA_HOSTDEV inline int32_t atomic_cas(int32_t* p, int32_t expect, int32_t v) {
@@ -124,7 +135,7 @@ TESSERA_HOSTDEV inline void store(T* p, T v) {
 // The steps of a round, in order (kSort: the drivers sort the sample between kSample and kTheta).
 enum RoundStep : int32_t {
     kSearch, kCheck, kFull, kSample, kSort, kTheta, kSift, kPick, kJump, kSettle, kElect, kMerge, kFix, kWake,
-    kScan, kRelabel, kFinish
+    kWakeJoin, kScan, kRelabel, kFinish
 };
 inline constexpr int kRoundSteps = kFinish + 1;
 
@@ -155,6 +166,8 @@ struct RoundCounts {
     int32_t full = 0;  // this round searches all of bmem
     int32_t big_to = -1, hand_from = -1, hand = 0;  // big absorbed by big_to: hand members relabelled
     int32_t scan = 0;  // a large closed root is woken by a scan
+    int32_t woken = 0;  // members of walked closed roots listed in wbuf this round
+    int64_t walked = 0;  // such members over the rounds
     int32_t fulls = 0, scans = 0, parks = 0;  // events over the rounds (traces)
     uint64_t theta = ~uint64_t{0};
 };
@@ -209,11 +222,52 @@ struct RoundState {
     int32_t* reopened = nullptr;
     uint64_t* cuts = nullptr;  // cut_code of each accepted cut (at most n)
     RoundCounts* counts = nullptr;
+    int32_t* wbuf = nullptr;  // N: members of the closed roots joined this round, to wake
+    bool local = false;       // one block runs the rounds (plain loads and stores)
+    // Traces (null: off): a search's ring positions passed, its label probes and lake steps,
+    // the round's largest such search, the sum of those maxima over the rounds.
+    uint64_t* probes = nullptr;  // 4
 
     TESSERA_HOSTDEV int32_t nodes() const { return n + L + 1; }
-    TESSERA_HOSTDEV bool is_open(int32_t r) const { return r != G && hd::load(charge + r) != 0; }
-    TESSERA_HOSTDEV int32_t counts_round() const { return hd::load(&counts->round); }
-    TESSERA_HOSTDEV int32_t get(const int32_t* field) const { return hd::load(field); }
+    TESSERA_HOSTDEV bool is_open(int32_t r) const { return r != G && ld(charge + r) != 0; }
+    TESSERA_HOSTDEV int32_t counts_round() const { return get(&counts->round); }
+    // The counts: in global memory (wide steps) or in the one-block kernel's shared memory, so
+    // read and written as volatile words through a generic address (atomics on them too).
+    template <class T>
+    TESSERA_HOSTDEV T get(const T* field) const {
+#if defined(__CUDA_ARCH__)
+        return *static_cast<const volatile T*>(field);
+#else
+        return *field;
+#endif
+    }
+    template <class T, class U>
+    TESSERA_HOSTDEV void put(T* field, U v) const {
+#if defined(__CUDA_ARCH__)
+        *static_cast<volatile T*>(field) = static_cast<T>(v);
+#else
+        *field = static_cast<T>(v);
+#endif
+    }
+    // The state arrays: through L2 when steps run on many blocks; plain (L1) accesses when one
+    // block runs the rounds (its __syncthreads publish a step's writes to the next step).
+    template <class T>
+    TESSERA_HOSTDEV T ld(const T* p) const {
+#if defined(__CUDA_ARCH__)
+        return local ? *p : hd::load(p);
+#else
+        return *p;
+#endif
+    }
+    template <class T>
+    TESSERA_HOSTDEV void st(T* p, T v) const {
+#if defined(__CUDA_ARCH__)
+        if (local) *p = v;
+        else hd::store(p, v);
+#else
+        *p = v;
+#endif
+    }
 
     // Each step's index range, from the counts (read on the device: a step's kernel is sized
     // by the host's last look, its threads loop to this).
@@ -230,9 +284,12 @@ struct RoundState {
             case kPick: case kJump: case kSettle: case kElect: return get(&c->open);
             case kMerge: case kFix: return get(&c->open) + get(&c->reopened);
             case kWake: return get(&c->reopened);
+            case kWakeJoin: return get(&c->woken);
             case kScan: return get(&c->scan) ? nodes() : 0;
             case kRelabel: return get(&c->active) + get(&c->hand);
-            case kCheck: case kTheta: case kFinish: return 1;
+            case kCheck: return get(&c->bopen) ? 1 : 0;
+            case kTheta: return get(&c->full) ? 1 : 0;
+            case kFinish: return 1;
             case kSort: return 0;
         }
         return 0;
@@ -253,6 +310,7 @@ struct RoundState {
             case kMerge: return merge(i);
             case kFix: return fix(i);
             case kWake: return wake(i);
+            case kWakeJoin: return wake_join(i);
             case kScan: return scan(i);
             case kRelabel: return relabel(i);
             case kFinish: return finish_round();
@@ -261,16 +319,37 @@ struct RoundState {
     }
 
     // Node v's best edge leaving cluster rv (section 3.2's candidates), cached.
+    // Node v's cached key, when it stands (its far end still outside cluster rv).
+    TESSERA_HOSTDEV bool cached_best(int32_t v, int32_t rv, uint64_t& k) const {
+        k = ld(key + v);
+        return k != RankKeys::kNone && ld(label + ld(target + v)) != rv;
+    }
+
     TESSERA_HOSTDEV uint64_t node_best(int32_t v, int32_t rv) const {
-        const uint64_t cached = hd::load(key + v);
-        if (cached != RankKeys::kNone && hd::load(label + hd::load(target + v)) != rv) return cached;
+        uint64_t cached;
+        if (cached_best(v, rv, cached)) return cached;
+        return node_search(v, rv, true, [&](int32_t l, int32_t cur) {
+            while (cur < adj_start[l + 1] && ld(label + adj[cur]) == rv) ++cur;
+            return cur;
+        }, [&](RingCursor& cu, int64_t need, int64_t& w, uint64_t& tested) {
+            return next_pair(occ, rr[v], rc[v], v, cu, need, [&](int32_t x) { return ++tested, ld(label + x) != rv; }, w);
+        });
+    }
+
+    // Node v's search past its cached key: lake_walk(l, cursor) gives lake l's first residue
+    // outside rv from its cursor on; ring_walk(cursor, need, w, tested) is next_pair's walk.
+    // The writer stores the results (a warp searching one node: every lane computes them).
+    template <class LakeWalk, class RingWalk>
+    TESSERA_HOSTDEV uint64_t node_search(int32_t v, int32_t rv, bool writer, const LakeWalk& lake_walk,
+                                         const RingWalk& ring_walk) const {
         uint64_t best_key = RankKeys::kNone;
         int32_t tgt = -1;
         if (v >= n) {  // a lake: weight 0, its residues in id order
             const int32_t l = v - n;
-            int32_t cur = hd::load(lake_cursor + l);
-            while (cur < adj_start[l + 1] && hd::load(label + adj[cur]) == rv) ++cur;
-            hd::store(lake_cursor + l, cur);
+            const int32_t cur0 = ld(lake_cursor + l);
+            const int32_t cur = lake_walk(l, cur0);
+            if (writer) st(lake_cursor + l, cur);
+            if (probes && writer) note_probes(0, static_cast<uint64_t>(cur - cur0));
             if (cur < adj_start[l + 1]) tgt = adj[cur], best_key = keys.pack(0, tgt, v);
         } else {
             const GroundChoice g = ground_choice(rr[v], rc[v], H, W);
@@ -281,56 +360,71 @@ struct RoundState {
                 if (ln == G) {
                     const uint64_t k = keys.pack(0, v, n + L);
                     if (k < best_key) best_key = k, tgt = G;
-                } else if (hd::load(label + ln) != rv) {
+                } else if (ld(label + ln) != rv) {
                     const uint64_t k = keys.pack(0, v, ln);
                     if (k < best_key) best_key = k, tgt = ln;
                 }
             }
             const int64_t need = hd::min(radius, keys.w(best_key));  // pairs farther never win
             int64_t w = 0;
-            RingCursor cu = cursor[v];
-            const int32_t j = next_pair(occ, rr[v], rc[v], v, cu, need,
-                                        [&](int32_t x) { return hd::load(label + x) != rv; }, w);
-            cursor[v] = cu;
+            RingCursor cu;  // through ld/st: blocks of one kernel search a node in turn
+            cu.w = ld(&cursor[v].w), cu.k = ld(&cursor[v].k), cu.s = ld(&cursor[v].s);
+            const RingCursor cu0 = cu;
+            uint64_t tested = 0;
+            const int32_t j = ring_walk(cu, need, w, tested);
+            if (probes && writer) note_probes(ring_index(cu) - ring_index(cu0), tested);
+            if (writer) st(&cursor[v].w, cu.w), st(&cursor[v].k, cu.k), st(&cursor[v].s, cu.s);
             if (j >= 0) {
                 const uint64_t k = v < j ? keys.pack(w, v, j) : keys.pack(w, j, v);
                 if (k < best_key) best_key = k, tgt = j;
             }
         }
-        hd::store(key + v, best_key), hd::store(target + v, tgt);
+        if (writer) st(key + v, best_key), st(target + v, tgt);
         return best_key;
     }
 
+    // A cursor's position in its walk (rings 0..w-1 hold 1 + 2w(w-1) positions).
+    TESSERA_HOSTDEV static uint64_t ring_index(const RingCursor& c) {
+        const uint64_t w = static_cast<uint64_t>(c.w);
+        return (w == 0 ? 0 : 1 + 2 * w * (w - 1)) + static_cast<uint64_t>(c.k);
+    }
+    TESSERA_HOSTDEV void note_probes(uint64_t positions, uint64_t tested) const {
+        hd::atomic_add(probes, positions), hd::atomic_add(probes + 1, tested);
+        hd::atomic_max(probes + 2, positions + tested);
+    }
+
     TESSERA_HOSTDEV void search_node(int32_t v) const {
-        const int32_t rv = hd::load(label + v);
+        const int32_t rv = ld(label + v);
         const uint64_t k = node_best(v, rv);
         // Most members of a large cluster cannot lower its minimum: no atomic for them.
-        if (k != RankKeys::kNone && k < hd::load(best + rv)) hd::atomic_min(best + rv, k);
+        if (k != RankKeys::kNone && k < ld(best + rv)) hd::atomic_min(best + rv, k);
     }
 
     // The parked cluster's searched members: hot, then new (from bsorted).
     TESSERA_HOSTDEV int32_t hot_or_new(int32_t j) const {
         const int32_t h = get(&counts->hot);
-        return j < h ? hd::load(hot[counts_round() & 1] + j) : hd::load(bmem + get(&counts->bsorted) + (j - h));
+        return j < h ? ld(hot[counts_round() & 1] + j) : ld(bmem + get(&counts->bsorted) + (j - h));
     }
 
-    TESSERA_HOSTDEV void search(int32_t i) const {
+    // The search step's i-th node: the active list's, then the parked cluster's hot and new.
+    TESSERA_HOSTDEV int32_t search_vertex(int32_t i) const {
         const int32_t a = get(&counts->active);
-        search_node(i < a ? hd::load(active[counts_round() & 1] + i) : hot_or_new(i - a));
+        return i < a ? ld(active[counts_round() & 1] + i) : hot_or_new(i - a);
     }
+    TESSERA_HOSTDEV void search(int32_t i) const { search_node(search_vertex(i)); }
 
     // One thread, after search: is the minimum of hot and new the parked cluster's?
     TESSERA_HOSTDEV void check() const {
         RoundCounts* c = counts;
         if (!get(&c->bopen)) return;
         const int32_t bc = get(&c->bcount), searched = get(&c->hot) + bc - get(&c->bsorted);
-        const bool full = hd::load(best + get(&c->big)) >= hd::load(&c->theta) || searched > tune.hot_max;
-        hd::store(&c->full, full ? 1 : 0);
-        hd::store(&c->bsorted_next, bc);
-        if (full) hd::store(&c->fulls, get(&c->fulls) + 1);
+        const bool full = ld(best + get(&c->big)) >= get(&c->theta) || searched > tune.hot_max;
+        put(&c->full, full ? 1 : 0);
+        put(&c->bsorted_next, bc);
+        if (full) put(&c->fulls, get(&c->fulls) + 1);
     }
 
-    TESSERA_HOSTDEV void full_search(int32_t i) const { search_node(hd::load(bmem + i)); }
+    TESSERA_HOSTDEV void full_search(int32_t i) const { search_node(ld(bmem + i)); }
 
     TESSERA_HOSTDEV int32_t sample_size() const {
         const int32_t bc = get(&counts->bcount);
@@ -339,7 +433,7 @@ struct RoundState {
 
     TESSERA_HOSTDEV void take_sample(int32_t i) const {
         const int64_t bc = get(&counts->bcount), S = sample_size();
-        hd::store(sample + i, hd::load(key + hd::load(bmem + static_cast<int32_t>(i * bc / S))));
+        st(sample + i, ld(key + ld(bmem + static_cast<int32_t>(i * bc / S))));
     }
 
     // One thread, after the sample is sorted: about tune.hot members of bmem below theta, and
@@ -350,17 +444,17 @@ struct RoundState {
         const int64_t bc = get(&c->bcount), S = sample_size();
         uint64_t theta = RankKeys::kNone;
         if (bc > tune.hot) {
-            theta = hd::load(sample + static_cast<int32_t>(hd::min(S - 1, int64_t{tune.hot} * S / bc)));
-            const uint64_t m = hd::load(best + get(&c->big));
+            theta = ld(sample + static_cast<int32_t>(hd::min(S - 1, int64_t{tune.hot} * S / bc)));
+            const uint64_t m = ld(best + get(&c->big));
             if (theta <= m) theta = m + 1;
         }
-        hd::store(&c->theta, theta);
+        put(&c->theta, theta);
     }
 
     TESSERA_HOSTDEV void sift(int32_t i) const {
-        const int32_t v = get(&counts->full) ? hd::load(bmem + i) : hot_or_new(i);
-        if (hd::load(key + v) < hd::load(&counts->theta))
-            hd::store(hot[(counts_round() + 1) & 1] + hd::claim_slot(&counts->next_hot), v);
+        const int32_t v = get(&counts->full) ? ld(bmem + i) : hot_or_new(i);
+        if (ld(key + v) < get(&counts->theta))
+            st(hot[(counts_round() + 1) & 1] + hd::claim_slot(&counts->next_hot), v);
     }
 
     // The far end's node of an edge key (G for the border and grounded lakes).
@@ -368,34 +462,34 @@ struct RoundState {
 
     TESSERA_HOSTDEV void pick(int32_t i) const {
         const int32_t round = counts_round();
-        const int32_t x = hd::load(open[round & 1] + i);
-        const uint64_t k = hd::load(best + x);
+        const int32_t x = ld(open[round & 1] + i);
+        const uint64_t k = ld(best + x);
         if (k == RankKeys::kNone) return fail(2);
         const int32_t lo = keys.lo(k), hi = keys.hi(k);
-        const int32_t llo = hd::load(label + lo);
-        const int32_t y = llo == x ? hd::load(label + hi_node(hi)) : llo;
-        const bool twice = hd::load(stamp + y) == round && hd::load(best + y) == k;
+        const int32_t llo = ld(label + lo);
+        const int32_t y = llo == x ? ld(label + hi_node(hi)) : llo;
+        const bool twice = ld(stamp + y) == round && ld(best + y) == k;
         if (!(twice && x > y)) {
             if (hi < n || hi == n + L + 1) {
                 const int32_t at = hd::atomic_add(&counts->cuts, 1);
-                hd::store(cuts + at, cut_code(lo, hi < n ? hi : -1));
+                st(cuts + at, cut_code(lo, hi < n ? hi : -1));
                 if (hi >= n) hd::atomic_add(&counts->ground_cuts, 1);
             } else {
                 hd::atomic_add(&counts->lake_joins, 1);
             }
         }
-        hd::store(link + x, twice && x < y ? x : y);
+        st(link + x, twice && x < y ? x : y);
     }
 
     TESSERA_HOSTDEV void jump(int32_t i) const {
-        const int32_t x = hd::load(open[counts_round() & 1] + i);
+        const int32_t x = ld(open[counts_round() & 1] + i);
         int32_t r = x;
         for (int32_t steps = 0;; ++steps) {
             if (steps > n + L) return fail(3);
-            const int32_t p = hd::load(link + r);
+            const int32_t p = ld(link + r);
             if (p == r) break;
-            const int32_t pp = hd::load(link + p);
-            if (pp != p) hd::store(link + r, pp);  // an ancestor: any thread may write it
+            const int32_t pp = ld(link + p);
+            if (pp != p) st(link + r, pp);  // an ancestor: any thread may write it
             r = pp;
         }
     }
@@ -403,31 +497,31 @@ struct RoundState {
     // After jump (whose halving may still overwrite a link with a nearer ancestor while the
     // step runs): each open cluster's link becomes its root; only roots are written here.
     TESSERA_HOSTDEV void settle(int32_t i) const {
-        const int32_t x = hd::load(open[counts_round() & 1] + i);
+        const int32_t x = ld(open[counts_round() & 1] + i);
         int32_t r = x;
         for (int32_t steps = 0;; ++steps) {
             if (steps > n + L) return fail(4);
-            const int32_t p = hd::load(link + r);
+            const int32_t p = ld(link + r);
             if (p == r) break;
             r = p;
         }
-        if (r != x) hd::store(link + x, r);
+        if (r != x) st(link + x, r);
     }
 
     // Each open cluster offers itself as its tree's representative; a closed root joined is
     // listed once, with its member list's end (and whether a scan wakes it).
     TESSERA_HOSTDEV void elect(int32_t i) const {
         const int32_t round = counts_round();
-        const int32_t x = hd::load(open[round & 1] + i), R = hd::load(link + x);
+        const int32_t x = ld(open[round & 1] + i), R = ld(link + x);
         if (R == x || R == G) return;
-        hd::atomic_max(repk + R, hd::load(repk + x));
-        if (hd::load(stamp + R) == round) return;  // R is open: on the list itself
+        hd::atomic_max(repk + R, ld(repk + x));
+        if (ld(stamp + R) == round) return;  // R is open: on the list itself
         if (hd::atomic_exch(reopen_stamp + R, round) == round) return;
-        hd::store(reopened + hd::atomic_add(&counts->reopened, 1), R);
-        hd::store(old_tail + R, hd::load(tail + R));
-        if (R != get(&counts->big_prev) && hd::load(size + R) > tune.walk_max) {
-            hd::store(scan_stamp + R, round);
-            hd::store(&counts->scan, 1);
+        st(reopened + hd::atomic_add(&counts->reopened, 1), R);
+        st(old_tail + R, ld(tail + R));
+        if (R != get(&counts->big_prev) && ld(size + R) > tune.walk_max) {
+            st(scan_stamp + R, round);
+            put(&counts->scan, 1);
         }
     }
 
@@ -435,12 +529,12 @@ struct RoundState {
     // representative P.
     TESSERA_HOSTDEV int32_t tree_member(int32_t i, int32_t& R) const {
         const int32_t o = get(&counts->open);
-        const int32_t z = i < o ? hd::load(open[counts_round() & 1] + i) : hd::load(reopened + (i - o));
-        R = i < o ? hd::load(link + z) : z;
+        const int32_t z = i < o ? ld(open[counts_round() & 1] + i) : ld(reopened + (i - o));
+        R = i < o ? ld(link + z) : z;
         return z;
     }
     TESSERA_HOSTDEV int32_t representative(int32_t R) const {
-        return R == G ? G : static_cast<int32_t>(static_cast<uint32_t>(hd::load(repk + R)));
+        return R == G ? G : static_cast<int32_t>(static_cast<uint32_t>(ld(repk + R)));
     }
 
     TESSERA_HOSTDEV void merge(int32_t i) const {
@@ -448,16 +542,16 @@ struct RoundState {
         const int32_t z = tree_member(i, R);
         const int32_t P = representative(R);
         if (z == P) {
-            if (R != z) hd::store(link + z, z);  // the representative was linked to its root
+            if (R != z) st(link + z, z);  // the representative was linked to its root
             return;
         }
-        hd::store(link + z, P);
-        hd::atomic_add(charge + P, hd::load(charge + z));
-        if (z == get(&counts->big)) hd::store(&counts->big_to, P);  // the parked cluster absorbed
+        st(link + z, P);
+        hd::atomic_add(charge + P, ld(charge + z));
+        if (z == get(&counts->big)) put(&counts->big_to, P);  // the parked cluster absorbed
         if (P == G) return;  // the ground's members are never listed again
-        hd::atomic_add(size + P, hd::load(size + z));
-        const int32_t prev = hd::atomic_exch(tail + P, hd::load(tail + z));
-        hd::store(next_member + prev, z);
+        hd::atomic_add(size + P, ld(size + z));
+        const int32_t prev = hd::atomic_exch(tail + P, ld(tail + z));
+        st(next_member + prev, z);
     }
 
     // Each representative: its key for the next rounds; the first large open one parks. The
@@ -466,30 +560,30 @@ struct RoundState {
         RoundCounts* c = counts;
         const int32_t to = get(&c->big_to);
         if (i == 0 && to >= 0) {
-            hd::store(&c->hand_from, get(&c->big));
-            hd::store(&c->hand, get(&c->bcount));
-            hd::store(&c->big, to == G ? -1 : to);
+            put(&c->hand_from, get(&c->big));
+            put(&c->hand, get(&c->bcount));
+            put(&c->big, to == G ? -1 : to);
         }
         int32_t R;
         const int32_t z = tree_member(i, R);
-        if (hd::load(link + z) != z || z == G) return;
-        const int32_t sz = hd::load(size + z);
-        hd::store(repk + z, rep_key(sz, z));
+        if (ld(link + z) != z || z == G) return;
+        const int32_t sz = ld(size + z);
+        st(repk + z, rep_key(sz, z));
         if (to < 0 && sz >= tune.big_min && is_open(z) && get(&c->big) < 0 &&
             hd::atomic_cas(&c->big, -1, z) == -1) {
-            hd::store(&c->bcount, 0), hd::store(&c->bsorted, 0), hd::store(&c->hot, 0);
-            hd::store(&c->theta, RankKeys::kNone);
-            hd::store(&c->parks, get(&c->parks) + 1);
+            put(&c->bcount, 0), put(&c->bsorted, 0), put(&c->hot, 0);
+            put(&c->theta, RankKeys::kNone);
+            put(&c->parks, get(&c->parks) + 1);
         }
     }
 
     // Node v of cluster R joins P: its label, and the next round's lists.
     TESSERA_HOSTDEV void join(int32_t v, int32_t P) const {
-        hd::store(label + v, P);
+        st(label + v, P);
         if (P == get(&counts->big)) {
             const int32_t at = hd::claim_slot(&counts->bcount);
             if (at >= nodes()) return fail(8);
-            hd::store(bmem + at, v);
+            st(bmem + at, v);
         } else if (is_open(P)) {
             add_next(v, P);
         }
@@ -499,37 +593,42 @@ struct RoundState {
         const int32_t next = (counts_round() + 1) & 1;
         const int32_t at = hd::claim_slot(&counts->next_active);
         if (at > n + L) return fail(6);
-        hd::store(active[next] + at, v);
+        st(active[next] + at, v);
         // The first of R's members here lists R; the read spares the others an atomic.
         const int32_t next_round = counts_round() + 1;
-        if (hd::load(stamp + R) != next_round && hd::atomic_exch(stamp + R, next_round) != next_round) {
-            hd::store(best + R, RankKeys::kNone);
-            hd::store(open[next] + hd::atomic_add(&counts->next_open, 1), R);
+        if (ld(stamp + R) != next_round && hd::atomic_exch(stamp + R, next_round) != next_round) {
+            st(best + R, RankKeys::kNone);
+            st(open[next] + hd::atomic_add(&counts->next_open, 1), R);
         }
     }
 
     // A closed root joined: its members (still labelled R) join P, unless they are bmem's
     // already (R was parked at the round's start) or a scan wakes them.
     TESSERA_HOSTDEV void wake(int32_t i) const {
-        const int32_t R = hd::load(reopened + i);
-        if (R == get(&counts->big_prev) || hd::load(scan_stamp + R) == counts_round()) return;
-        const int32_t P = hd::load(link + R);
+        const int32_t R = ld(reopened + i);
+        if (R == get(&counts->big_prev) || ld(scan_stamp + R) == counts_round()) return;
+        const int32_t P = ld(link + R);
         if (P == R && !is_open(P) && P != get(&counts->big)) return;
-        const int32_t end = hd::load(old_tail + R);
+        const int32_t end = ld(old_tail + R);
         int32_t steps = 0;
         for (int32_t v = R;;) {
             if (v < 0 || ++steps > n + L + 1) return fail(7);
-            const int32_t next = hd::load(next_member + v);  // before join: v's list stays
-            join(v, P);
+            st(wbuf + hd::claim_slot(&counts->woken), v);
             if (v == end) break;
-            v = next;
+            v = ld(next_member + v);
         }
     }
 
+    // A member of a walked closed root R (still labelled R) joins R's representative.
+    TESSERA_HOSTDEV void wake_join(int32_t i) const {
+        const int32_t v = ld(wbuf + i);
+        join(v, ld(link + ld(label + v)));
+    }
+
     TESSERA_HOSTDEV void scan(int32_t v) const {
-        const int32_t R = hd::load(label + v);
-        if (R == G || hd::load(scan_stamp + R) != counts_round()) return;
-        const int32_t P = hd::load(link + R);
+        const int32_t R = ld(label + v);
+        if (R == G || ld(scan_stamp + R) != counts_round()) return;
+        const int32_t P = ld(link + R);
         if (P == R && !is_open(P) && P != get(&counts->big)) return;
         join(v, P);
     }
@@ -537,54 +636,56 @@ struct RoundState {
     TESSERA_HOSTDEV void relabel(int32_t i) const {
         const int32_t a = get(&counts->active);
         if (i >= a) {  // the parked cluster's members, handed to its successor
-            hd::store(label + hd::load(bmem + (i - a)), get(&counts->big_to));
+            st(label + ld(bmem + (i - a)), get(&counts->big_to));
             return;
         }
-        const int32_t v = hd::load(active[counts_round() & 1] + i);
-        join(v, hd::load(link + hd::load(label + v)));
+        const int32_t v = ld(active[counts_round() & 1] + i);
+        join(v, ld(link + ld(label + v)));
     }
 
-    TESSERA_HOSTDEV void fail(int32_t step) const { hd::store(&counts->broken, step); }
+    TESSERA_HOSTDEV void fail(int32_t step) const { put(&counts->broken, step); }
 
     // After a round (one thread): the next round's lists become current.
     // Counts that atomics changed are read through L2: an SM's L1 may hold a stale copy.
     TESSERA_HOSTDEV void finish_round() const {
         RoundCounts* c = counts;
         if (get(&c->open) == 0) return;  // none open: no round was run
-        hd::store(&c->searched, hd::load(&c->searched) + get(&c->active) +
+        put(&c->searched, get(&c->searched) + get(&c->active) +
                                     (get(&c->bopen) ? get(&c->hot) + get(&c->bsorted_next) - get(&c->bsorted) : 0) +
                                     (get(&c->full) ? get(&c->bcount) : 0));
         if (get(&c->bopen)) {
-            hd::store(&c->hot, get(&c->next_hot)), hd::store(&c->bsorted, get(&c->bsorted_next));
+            put(&c->hot, get(&c->next_hot)), put(&c->bsorted, get(&c->bsorted_next));
         }
-        hd::store(&c->next_hot, 0), hd::store(&c->full, 0);
+        put(&c->next_hot, 0), put(&c->full, 0);
         if (get(&c->big_to) >= 0 && get(&c->big) < 0) {  // the parked cluster joined the ground
-            hd::store(&c->bcount, 0), hd::store(&c->bsorted, 0), hd::store(&c->hot, 0);
-            hd::store(&c->theta, RankKeys::kNone);
+            put(&c->bcount, 0), put(&c->bsorted, 0), put(&c->hot, 0);
+            put(&c->theta, RankKeys::kNone);
         }
-        if (get(&c->scan)) hd::store(&c->scans, get(&c->scans) + 1);
-        hd::store(&c->big_to, -1), hd::store(&c->hand_from, -1), hd::store(&c->hand, 0), hd::store(&c->scan, 0);
+        if (get(&c->scan)) put(&c->scans, get(&c->scans) + 1);
+        put(&c->walked, get(&c->walked) + get(&c->woken)), put(&c->woken, 0);
+        if (probes) st(probes + 3, ld(probes + 3) + ld(probes + 2)), st(probes + 2, uint64_t{0});
+        put(&c->big_to, -1), put(&c->hand_from, -1), put(&c->hand, 0), put(&c->scan, 0);
         int32_t big = get(&c->big);
         if (big >= 0 && !is_open(big)) {  // closed: the slot is freed (its member list stays whole)
             big = -1;
-            hd::store(&c->big, -1), hd::store(&c->bcount, 0), hd::store(&c->bsorted, 0), hd::store(&c->hot, 0);
-            hd::store(&c->theta, RankKeys::kNone);
+            put(&c->big, -1), put(&c->bcount, 0), put(&c->bsorted, 0), put(&c->hot, 0);
+            put(&c->theta, RankKeys::kNone);
         }
         const int32_t round = get(&c->round);
-        hd::store(&c->active, get(&c->next_active));
+        put(&c->active, get(&c->next_active));
         int32_t open_next = get(&c->next_open);
-        hd::store(&c->bopen, 0);
+        put(&c->bopen, 0);
         if (big >= 0 && is_open(big)) {
-            hd::store(stamp + big, round + 1);
-            hd::store(best + big, RankKeys::kNone);
-            hd::store(open[(round + 1) & 1] + open_next, big);
+            st(stamp + big, round + 1);
+            st(best + big, RankKeys::kNone);
+            st(open[(round + 1) & 1] + open_next, big);
             ++open_next;
-            hd::store(&c->bopen, 1);
+            put(&c->bopen, 1);
         }
-        hd::store(&c->open, open_next);
-        hd::store(&c->big_prev, big);
-        hd::store(&c->next_active, 0), hd::store(&c->next_open, 0), hd::store(&c->reopened, 0);
-        hd::store(&c->round, round + 1);
+        put(&c->open, open_next);
+        put(&c->big_prev, big);
+        put(&c->next_active, 0), put(&c->next_open, 0), put(&c->reopened, 0);
+        put(&c->round, round + 1);
     }
 };
 

@@ -94,7 +94,7 @@ void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, Round
     const size_t N = static_cast<size_t>(in.nodes());
     std::vector<int32_t> label(N), charge(N, 0), size(N, 1), target(N, -1), lake_cursor(in.adj_start.begin(), in.adj_start.end() - 1);
     std::vector<int32_t> next_member(N, -1), tail(N), old_tail(N, -1), link(N), stamp(N, 0), reopen_stamp(N, 0), scan_stamp(N, 0);
-    std::vector<int32_t> active0(N), active1(N), open0(N), open1(N), reopened(N), bmem(N), hot0(N), hot1(N);
+    std::vector<int32_t> active0(N), active1(N), open0(N), open1(N), reopened(N), bmem(N), hot0(N), hot1(N), wbuf(N);
     std::vector<uint64_t> key(N, RankKeys::kNone), best(N, RankKeys::kNone), cuts(N), repk(N), sample(kThetaSample);
     std::vector<RingCursor> cursor(static_cast<size_t>(in.n));
     for (size_t v = 0; v < N; ++v) {
@@ -116,7 +116,7 @@ void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, Round
     s.stamp = stamp.data(), s.reopen_stamp = reopen_stamp.data(), s.scan_stamp = scan_stamp.data();
     s.bmem = bmem.data(), s.hot[0] = hot0.data(), s.hot[1] = hot1.data(), s.sample = sample.data();
     s.active[1] = active0.data(), s.active[0] = active1.data(), s.open[1] = open0.data(), s.open[0] = open1.data();  // round 1's: [1]
-    s.reopened = reopened.data(), s.cuts = cuts.data(), s.counts = &counts;
+    s.reopened = reopened.data(), s.cuts = cuts.data(), s.counts = &counts, s.wbuf = wbuf.data();
     while (counts.open > 0) {
         for (int k = 0; k < kRoundSteps; ++k) {
             const RoundStep step = static_cast<RoundStep>(k);

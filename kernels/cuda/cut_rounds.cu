@@ -39,7 +39,7 @@ static_assert(kThetaSample % kBlockThreads == 0);
 
 // The parked cluster's key sample sorted by one block of kBlockThreads (after a full search).
 __device__ void sort_sample(const RoundState& s, SampleSort::TempStorage& temp) {
-    if (!hd::load(&s.counts->full)) return;
+    if (!s.get(&s.counts->full)) return;
     const int32_t S = s.sample_size();
     constexpr int kItems = kThetaSample / kBlockThreads;
     unsigned long long k[kItems];
@@ -59,27 +59,242 @@ __global__ void __launch_bounds__(kBlockThreads) sort_kernel(RoundState s) {
     sort_sample(s, temp);
 }
 
-// Rounds in one block while at most max_active nodes are active and some cluster is open.
-__global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int32_t max_active) {
-    __shared__ SampleSort::TempStorage temp;
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int32_t kSlowMax = 2048;  // nodes a tail round's search hands to warps (more: a thread each)
+
+__device__ uint64_t warp_sum(uint64_t x) {
+    for (int d = 16; d > 0; d /= 2) x += __shfl_down_sync(kFullMask, x, d);
+    return __shfl_sync(kFullMask, x, 0);
+}
+
+// next_pair (kernels/cut_numerics.h) walked by a warp: 32 positions of a ring at a time, each
+// lane its plaquette's residues (the first lane from the cursor's residue on); the first lane
+// with a residue outside rv gives the answer and the cursor, as the walk of one thread would.
+__device__ int32_t warp_next_pair(const RoundState& s, int32_t v, int32_t rv, RingCursor& cu, int64_t limit,
+                                  int64_t& w_out, uint64_t& tested) {
+    const int lane = threadIdx.x & 31;
+    const PlaquetteBits& occ = s.occ;
+    const int64_t ar = s.rr[v], ac = s.rc[v];
+    uint64_t t = 0;
+    if (cu.w >= 1 && cu.k == 0 && cu.s == 0) {  // every lane: the same jump over empty rings
+        const int64_t d = occ.nearest_occupied(ar, ac, cu.w, limit);
+        if (d > cu.w) cu.w = static_cast<int32_t>(hd::min(d, limit + 1));
+    }
+    int32_t found = -1;
+    while (cu.w <= limit) {
+        const int32_t positions = cu.w == 0 ? 1 : 4 * cu.w;
+        const int32_t k = cu.k + lane;
+        int32_t j = -1, at = 0;
+        if (k < positions) {
+            int64_t dr, dc;
+            ring_offset(cu.w, k, dr, dc);
+            const int64_t r = ar + dr, c = ac + dc;
+            if (occ.inside(r, c)) {
+                const int64_t b = occ.bit(r, c);
+                if (occ.test(b)) {
+                    int32_t first, end;
+                    occ.residues(b, first, end);
+                    for (int32_t x = first + (lane == 0 ? cu.s : 0); x < end; ++x) {
+                        ++t;
+                        if (x != v && s.ld(s.label + x) != rv) {
+                            j = x, at = x - first;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        const unsigned hit = __ballot_sync(kFullMask, j >= 0);
+        if (hit) {
+            const int first_lane = __ffs(hit) - 1;
+            found = __shfl_sync(kFullMask, j, first_lane);
+            cu.k += first_lane, cu.s = __shfl_sync(kFullMask, at, first_lane), w_out = cu.w;
+            break;
+        }
+        cu.k += 32, cu.s = 0;
+        if (cu.k >= positions) ++cu.w, cu.k = 0;
+    }
+    if (s.probes) tested += warp_sum(t);
+    return found;
+}
+
+// A node's search past its cached key by a warp (lane 0 stores): the lake's shore and the
+// ring, 32 candidates at a time.
+__device__ void warp_search(const RoundState& s, int32_t v) {
+    const int lane = threadIdx.x & 31;
+    const int32_t rv = s.ld(s.label + v);
+    const uint64_t k = s.node_search(
+        v, rv, lane == 0,
+        [&](int32_t l, int32_t cur) {
+            const int32_t end = s.adj_start[l + 1];
+            for (; cur < end; cur += 32) {
+                const int32_t x = cur + lane;
+                const unsigned hit = __ballot_sync(kFullMask, x < end && s.ld(s.label + s.adj[x]) != rv);
+                if (hit) return cur + __ffs(hit) - 1;
+            }
+            return end;
+        },
+        [&](RingCursor& cu, int64_t need, int64_t& w, uint64_t& tested) {
+            return warp_next_pair(s, v, rv, cu, need, w, tested);
+        });
+    if (lane == 0 && k != RankKeys::kNone && k < s.ld(s.best + rv)) hd::atomic_min(s.best + rv, k);
+}
+
+// Work of a tail round's large steps handed to the helper blocks of block_rounds (mode 3).
+struct HelpJob {
+    int32_t seq = 0;   // the leader's job number; a helper runs each new one
+    int32_t step = -1;  // -1: stop
+    int32_t n = 0;
+    int32_t done = 0;  // helpers finished with the job
+};
+
+// Steps whose threads change no counts (search_node: keys, targets, cursors, atomic minima),
+// so blocks other than the one holding the counts can run them from a copy.
+// Mode 3 shares searches and full searches, mode 4 full searches only (a tail round's search
+// is one long ring walk's latency, which more blocks do not shorten).
+__device__ bool helpable(RoundStep which, int mode) { return which == kFull || (which == kSearch && mode == 3); }
+
+// A helper block: waits for the leader's jobs and runs its share of each (grid-strided, as the
+// leader's own block does), through L2; the counts from the leader's copy (read only).
+__device__ void help_rounds(RoundState s, HelpJob* job, RoundCounts* mirror) {
+    __shared__ int32_t job_step, job_n;
+    s.counts = mirror;
+    s.local = false;
+    int32_t seen = 0;
     for (;;) {
-        const int32_t active = hd::load(&s.counts->active), open = hd::load(&s.counts->open);
-        const int32_t work = active + (hd::load(&s.counts->bopen) ? hd::load(&s.counts->hot) : 0);
+        if (threadIdx.x == 0) {
+            int32_t q;
+            while ((q = *reinterpret_cast<volatile int32_t*>(&job->seq)) == seen) {
+            }
+            seen = q;
+            __threadfence();
+            job_step = *reinterpret_cast<volatile int32_t*>(&job->step);
+            job_n = *reinterpret_cast<volatile int32_t*>(&job->n);
+        }
+        __syncthreads();
+        const int32_t step = job_step, n = job_n;
+        if (step < 0) return;
+        const int32_t stride = gridDim.x * blockDim.x;
+        for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) s.step(static_cast<RoundStep>(step), i);
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) atomicAdd(&job->done, 1);
+    }
+}
+
+// Rounds in one block while at most max_active nodes are active and some cluster is open.
+// mode 0: the steps as the wide kernels run them (counts in global memory, loads through L2,
+// every step and its __syncthreads each round); mode 1: the counts in shared memory (thread 0
+// loads them at the start and stores them back at the end), plain loads and stores (L1: one
+// block's __syncthreads publish its writes), a step with nothing to do skipped with its
+// barrier (its count is read from shared memory by every thread: uniform); mode 2: mode 1
+// with loads through L2; mode 3: mode 2 on a cooperative grid, block 0 leading: a search (or
+// full search) of at least help_min nodes is shared with the other blocks (a job in global
+// memory, a copy of the counts; they report back through an atomic counter, the leader's
+// fence after it makes their writes visible to its block's plain loads); mode 4 (default):
+// mode 1 (plain loads in block 0) with full searches shared as in mode 3.
+// clk (TESSERA_TRACE): block 0's SM clocks per step and the number of times each step ran.
+__global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int32_t max_active, int mode,
+                                                               unsigned long long* clk, HelpJob* job,
+                                                               RoundCounts* mirror, int32_t help_min, int warp_walk) {
+    if (blockIdx.x != 0) return help_rounds(s, job, mirror);
+    __shared__ int32_t slow[kSlowMax];
+    __shared__ int32_t n_slow;
+    __shared__ SampleSort::TempStorage temp;
+    __shared__ alignas(RoundCounts) unsigned char counts_bytes[sizeof(RoundCounts)];  // no constructor in __shared__
+    RoundCounts& shared_counts = *reinterpret_cast<RoundCounts*>(counts_bytes);
+    __shared__ unsigned long long t_step[2 * kRoundSteps];
+    RoundCounts* const global_counts = s.counts;
+    const bool fast = mode != 0;
+    const bool helped = gridDim.x > 1;
+    int32_t seq = 0;
+    if (fast) {
+        if (threadIdx.x == 0) shared_counts = *const_cast<const RoundCounts*>(global_counts);
+        s.counts = &shared_counts;
+        s.local = mode == 1 || mode == 4;
+    }
+    if (threadIdx.x < 2 * kRoundSteps) t_step[threadIdx.x] = 0;
+    if (threadIdx.x == 0) n_slow = 0;
+    __syncthreads();
+    long long t0 = clock64();
+    for (;;) {
+        const int32_t active = s.get(&s.counts->active), open = s.get(&s.counts->open);
+        const int32_t work = active + (s.get(&s.counts->bopen) ? s.get(&s.counts->hot) : 0);
+        const bool stop = open == 0 || work > max_active || s.get(&s.counts->broken);
         __syncthreads();  // every thread has read the counts before thread 0 changes them
-        if (open == 0 || work > max_active || hd::load(&s.counts->broken)) return;
+        if (stop) break;
+        bool synced = true;
         for (int k = 0; k < kRoundSteps; ++k) {
             const RoundStep which = static_cast<RoundStep>(k);
+            const bool single = which == kCheck || which == kTheta || which == kFinish;
+            const int32_t n = which == kSort ? s.get(&s.counts->full) : s.step_count(which);
+            if (fast && n == 0) {
+                synced = false;
+                continue;
+            }
+            if (single && !synced) __syncthreads();  // thread 0 changes counts others may still read
             if (which == kSort) {
                 sort_sample(s, temp);
-            } else if (which == kCheck || which == kTheta || which == kFinish) {
+            } else if (single) {
                 if (threadIdx.x == 0) s.step(which, 0);
+            } else if (which == kSearch && warp_walk && fast && !(helped && helpable(which, mode) && n >= help_min)) {
+                // Cached keys that stand: a thread each; the others' walks: a warp each.
+                for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+                    const int32_t v = s.search_vertex(i), rv = s.ld(s.label + v);
+                    uint64_t key;
+                    if (s.cached_best(v, rv, key)) {
+                        if (key < s.ld(s.best + rv)) hd::atomic_min(s.best + rv, key);
+                    } else {
+                        const int32_t at = atomicAdd(&n_slow, 1);
+                        if (at < kSlowMax) slow[at] = v;
+                        else s.search_node(v);
+                    }
+                }
+                __syncthreads();
+                const int32_t m = min(n_slow, kSlowMax);
+                for (int32_t j = threadIdx.x / 32; j < m; j += blockDim.x / 32) warp_search(s, slow[j]);
+                __syncthreads();
+                if (threadIdx.x == 0) n_slow = 0;  // read again after the step's barrier, next round
+            } else if (helped && helpable(which, mode) && n >= help_min) {
+                // The block's writes visible to the helpers, then the job (counts copied).
+                __threadfence();
+                __syncthreads();
+                if (threadIdx.x == 0) {
+                    *mirror = shared_counts;
+                    job->step = which, job->n = n;
+                    atomicExch(&job->done, 0);
+                    __threadfence();
+                    *reinterpret_cast<volatile int32_t*>(&job->seq) = ++seq;
+                }
+                const int32_t stride = gridDim.x * blockDim.x;
+                for (int32_t i = threadIdx.x; i < n; i += stride) s.step(which, i);
+                __syncthreads();
+                if (threadIdx.x == 0) {
+                    while (*reinterpret_cast<volatile int32_t*>(&job->done) < static_cast<int32_t>(gridDim.x) - 1) {
+                    }
+                    __threadfence();
+                }
             } else {
-                const int32_t n = s.step_count(which);
                 for (int32_t i = threadIdx.x; i < n; i += blockDim.x) s.step(which, i);
             }
             __syncthreads();
+            synced = true;
+            if (clk && threadIdx.x == 0) {
+                const long long t1 = clock64();
+                t_step[k] += static_cast<unsigned long long>(t1 - t0), t_step[kRoundSteps + k] += 1;
+                t0 = t1;
+            }
         }
     }
+    if (threadIdx.x == 0) {
+        if (fast) *global_counts = shared_counts;
+        if (helped) {
+            job->step = -1;
+            __threadfence();
+            *reinterpret_cast<volatile int32_t*>(&job->seq) = ++seq;
+        }
+    }
+    if (clk && threadIdx.x < 2 * kRoundSteps) clk[threadIdx.x] += t_step[threadIdx.x];
 }
 
 __global__ void init_kernel(RoundState s, const int32_t* sign) {
@@ -89,7 +304,7 @@ __global__ void init_kernel(RoundState s, const int32_t* sign) {
         s.charge[v] = v < s.n ? sign[v] : 0;
         s.size[v] = 1;
         s.repk[v] = v == s.G ? RankKeys::kNone : rep_key(1, v);
-        s.target[v] = -1, s.next_member[v] = -1, s.old_tail[v] = -1;
+        s.target[v] = -1, s.next_member[v] = -1, s.old_tail[v] = -1, s.wbuf[v] = -1;
         s.key[v] = RankKeys::kNone, s.best[v] = RankKeys::kNone;
         s.stamp[v] = v < s.n ? 1 : 0, s.reopen_stamp[v] = 0, s.scan_stamp[v] = 0;
         if (v < s.n) {
@@ -147,6 +362,7 @@ int64_t wide_estimate(const RoundCounts& c, RoundStep which, int64_t N) {
         case kScan: return N;
         case kRelabel: return c.active + c.bcount;
         case kMerge: case kFix: case kWake: return 2 * static_cast<int64_t>(c.open);
+        case kWakeJoin: return N / 4;
         default: return c.open;
     }
 }
@@ -200,7 +416,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         first_kernel<<<grid_for(in.n), kThreads, 0, s>>>(flag.get(), at.get(), in.n, first.get());
         check(cudaGetLastError(), "cut rounds: bitmap");
     }
-    StreamBuffer<int32_t> i32(N * 19 + static_cast<size_t>(in.L) + 1, s, "cut rounds: node arrays");
+    StreamBuffer<int32_t> i32(N * 20 + static_cast<size_t>(in.L) + 1, s, "cut rounds: node arrays");
     StreamBuffer<uint64_t> u64(N * 4 + kThetaSample, s, "cut rounds: keys");
     StreamBuffer<RingCursor> cursor(n, s, "cut rounds: cursors");
     StreamBuffer<RoundCounts> dcounts(1, s, "cut rounds: counts");
@@ -213,7 +429,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     int32_t* p = i32.get();
     for (int32_t** a : {&st.label, &st.charge, &st.target, &st.next_member, &st.tail, &st.old_tail, &st.link,
                         &st.stamp, &st.reopen_stamp, &st.active[0], &st.active[1], &st.open[0], &st.open[1],
-                        &st.reopened, &st.size, &st.scan_stamp, &st.bmem, &st.hot[0], &st.hot[1]})
+                        &st.reopened, &st.size, &st.scan_stamp, &st.bmem, &st.hot[0], &st.hot[1], &st.wbuf})
         *a = p, p += N;
     st.lake_cursor = p;
     st.key = u64.get(), st.best = u64.get() + N, st.cuts = u64.get() + 2 * N, st.repk = u64.get() + 3 * N;
@@ -229,12 +445,58 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     times.upload = ms_since(t);
 
     const bool trace = std::getenv("TESSERA_TRACE") != nullptr;
+    const char* mode_env = std::getenv("TESSERA_BLOCK_MODE");
+    const int block_mode = mode_env ? std::atoi(mode_env) : 4;
+    // Mode 3: helper blocks, as many as stay resident beside the leader (cooperative launch).
+    int help_blocks = 1;
+    if (block_mode >= 3) {
+        int dev = 0, sms = 0, per_sm = 0, coop = 0;
+        check(cudaGetDevice(&dev), "cut rounds: device");
+        check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cut rounds: device");
+        check(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev), "cut rounds: device");
+        check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, block_rounds, kBlockThreads, 0), "cut rounds: occupancy");
+        const char* blocks_env = std::getenv("TESSERA_HELP_BLOCKS");
+        help_blocks = coop ? std::max(1, std::min(sms * per_sm, blocks_env ? std::atoi(blocks_env) : sms)) : 1;
+    }
+    const char* warp_env = std::getenv("TESSERA_WARP_WALK");
+    int warp_walk = warp_env ? std::atoi(warp_env) : 1;
+    const char* help_env = std::getenv("TESSERA_HELP_MIN");
+    int32_t help_min = help_env ? std::atoi(help_env) : kBlockThreads / 4;
+    StreamBuffer<HelpJob> job(1, s, "cut rounds: help job");
+    StreamBuffer<RoundCounts> mirror(1, s, "cut rounds: counts copy");
+    const HelpJob job0{};
+    check(cudaMemcpyAsync(job.get(), &job0, sizeof job0, cudaMemcpyHostToDevice, s), "cut rounds: help job");
+    StreamBuffer<unsigned long long> clk(trace ? 2 * kRoundSteps : 0, s, "cut rounds: trace clocks");
+    if (trace) check(cudaMemsetAsync(clk.get(), 0, 2 * kRoundSteps * sizeof(unsigned long long), s), "cut rounds: trace");
     int trace_lines = 0;
+    // TESSERA_TRACE_PROBES (with TESSERA_TRACE): each search past its cached key counts its ring
+    // positions and label probes (three global atomics a search: it slows the wide rounds).
+    const bool trace_probes = trace && std::getenv("TESSERA_TRACE_PROBES") != nullptr;
+    StreamBuffer<uint64_t> probes(trace_probes ? 4 : 0, s, "cut rounds: trace probes");
+    uint64_t tail_probes[4] = {0, 0, 0, 0};
+    if (trace_probes) {
+        check(cudaMemsetAsync(probes.get(), 0, 4 * sizeof(uint64_t), s), "cut rounds: trace");
+        st.probes = probes.get();
+    }
     for (;;) {
         if (counts.open == 0) break;
         const bool block = counts.active + (counts.bopen ? counts.hot : 0) <= kBlockFrom;
         if (block) {
-            block_rounds<<<1, kBlockThreads, 0, s>>>(st, kBlockUpTo);
+            if (trace_probes) check(cudaMemsetAsync(probes.get(), 0, 4 * sizeof(uint64_t), s), "cut rounds: trace");
+            int32_t max_active = kBlockUpTo;
+            unsigned long long* clk_p = trace ? clk.get() : nullptr;
+            HelpJob* job_p = job.get();
+            RoundCounts* mirror_p = mirror.get();
+            int mode = block_mode;
+            if (help_blocks > 1) {
+                check(cudaMemcpyAsync(job.get(), &job0, sizeof job0, cudaMemcpyHostToDevice, s), "cut rounds: help job");
+                void* args[] = {&st, &max_active, &mode, &clk_p, &job_p, &mirror_p, &help_min, &warp_walk};
+                check(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(block_rounds), dim3(help_blocks),
+                                                  dim3(kBlockThreads), args, 0, s),
+                      "cut rounds: cooperative launch");
+            } else {
+                block_rounds<<<1, kBlockThreads, 0, s>>>(st, max_active, mode, clk_p, job_p, mirror_p, help_min, warp_walk);
+            }
             ++times.block_launches;
         } else {
             // A few rounds between looks at the counts: the steps read their counts on the
@@ -259,6 +521,11 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         check(cudaStreamSynchronize(s), "cut rounds: rounds");
         const double ms = ms_since(t);
         (block ? times.block : times.wide) += ms;
+        if (trace_probes && block) {
+            uint64_t p[4];
+            check(cudaMemcpy(p, probes.get(), sizeof p, cudaMemcpyDeviceToHost), "cut rounds: trace");
+            for (int j = 0; j < 4; ++j) tail_probes[j] += p[j];
+        }
         if (block) times.block_rounds += counts.round - round_before;
         if (trace && ++trace_lines <= 200)
             std::fprintf(stderr,
@@ -273,6 +540,30 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     times.rounds = counts.round - 1;
     times.wide_rounds = times.rounds - times.block_rounds;
     times.searched = counts.searched;
+    if (trace && times.block_launches) {
+        unsigned long long c[2 * kRoundSteps];
+        check(cudaMemcpy(c, clk.get(), sizeof c, cudaMemcpyDeviceToHost), "cut rounds: trace");
+        int dev = 0, khz = 1;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev);
+        static const char* names[kRoundSteps] = {"search", "check", "full", "sample", "sort", "theta", "sift", "pick", "jump",
+                                                 "settle", "elect", "merge", "fix", "wake", "wakejoin", "scan", "relabel", "finish"};
+        double total = 0;
+        for (int k = 0; k < kRoundSteps; ++k) total += c[k] / (khz * 1.0);
+        std::fprintf(stderr, "tessera: one-block rounds (mode %d): %d rounds, %.2f ms by SM clock (%d kHz), %.2f us a round; "
+                             "%lld members walked, %d scans; %d blocks, help from %d nodes, warp walks %d\n",
+                     block_mode, times.block_rounds, total, khz, 1e3 * total / std::max(1, times.block_rounds),
+                     static_cast<long long>(counts.walked), counts.scans, help_blocks, help_min, warp_walk);
+        if (trace_probes)
+            std::fprintf(stderr, "tessera: one-block searches: %llu ring positions, %llu label probes and lake steps; "
+                             "the largest search of each round summed: %llu (%.1f a round)\n",
+                     static_cast<unsigned long long>(tail_probes[0]), static_cast<unsigned long long>(tail_probes[1]),
+                     static_cast<unsigned long long>(tail_probes[3]),
+                     static_cast<double>(tail_probes[3]) / std::max(1, times.block_rounds));
+        for (int k = 0; k < kRoundSteps; ++k)
+            std::fprintf(stderr, "tessera:   %-8s %9.2f ms  %7llu runs  %7.2f us a run\n", names[k], c[k] / (khz * 1.0),
+                         c[kRoundSteps + k], c[kRoundSteps + k] ? 1e3 * c[k] / khz / c[kRoundSteps + k] : 0.0);
+    }
 
     const int32_t m = counts.cuts;
     StreamBuffer<uint64_t> sorted(static_cast<size_t>(m), s, "cut rounds: sorted cuts");

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,28 @@ TEST(CudaCutClusters, ParkedClustersAndLongTailsEqualTheHostRule) {
             for (int64_t R : {int64_t{3}, int64_t{16}}) expect_device_equals_host(res, 400, 440, R, "tail" + t, tune);
         }
     }
+}
+
+// The tail kernel's variants (kernels/cuda/cut_rounds.cu, chosen by the environment): every
+// full search shared with the helper blocks (mode 4, the default, from one node); searches and
+// full searches shared, thread walks (mode 3).
+TEST(CudaCutClusters, TailKernelVariantsEqualTheHostRule) {
+    SKIP_WITHOUT_GPU();
+    struct Variant {
+        const char *mode, *help_min, *warp_walk;
+    };
+    for (const Variant& v : {Variant{"4", "1", "1"}, Variant{"3", "1", "0"}}) {
+        setenv("TESSERA_BLOCK_MODE", v.mode, 1), setenv("TESSERA_HELP_MIN", v.help_min, 1);
+        setenv("TESSERA_WARP_WALK", v.warp_walk, 1);
+        const std::string t = std::string(" mode ") + v.mode;
+        for (const RoundTuning& tune : {RoundTuning{}, RoundTuning{8, 4, 16, 2}}) {
+            for (const testing::ResidueCase& cs : testing::kRuleCases)
+                expect_device_equals_host(testing::residue_case(cs), cs.H, cs.W, 16, "random seed " + std::to_string(cs.seed) + t,
+                                          tune);
+            expect_device_equals_host(testing::pair_field_with_one_charge(400, 440, 4, 24u, 3), 400, 440, 16, "tail" + t, tune);
+        }
+    }
+    unsetenv("TESSERA_BLOCK_MODE"), unsetenv("TESSERA_HELP_MIN"), unsetenv("TESSERA_WARP_WALK");
 }
 
 TEST(CudaCutClusters, SceneResiduesEqualTheHostRule) {
