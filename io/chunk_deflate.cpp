@@ -19,7 +19,7 @@ bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t
                 std::vector<unsigned char>& shuffled, std::vector<unsigned char>& out) {
     const size_t cr = chunk[0], cc = chunk[1], n = cr * cc;
     raw.resize(n * elem);
-    shuffled.resize(n * elem);
+    if (level > 0) shuffled.resize(n * elem);
     for (size_t y = 0; y < cr; ++y) {
         unsigned char* dst = raw.data() + y * cc * elem;
         const int64_t r = r0 + static_cast<int64_t>(y);
@@ -32,6 +32,10 @@ bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t
             for (size_t x = 0; x < w; ++x) std::memcpy(dst + x * elem, s + x * src_elem, src_elem);
         }
         for (size_t x = w; x < cc; ++x) std::memcpy(dst + x * elem, fill, elem);
+    }
+    if (level == 0) {  // a dataset without filters: the chunk as it is
+        out.swap(raw);
+        return true;
     }
     for (size_t i = 0; i < n; ++i)
         for (size_t j = 0; j < elem; ++j) shuffled[j * n + i] = raw[i * elem + j];

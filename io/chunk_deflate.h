@@ -12,7 +12,8 @@ namespace tessera {
 // The rows x cols image `data` (row stride `stride` elements of `src_elem` bytes, 0 =
 // elem: unsigned integers narrower than the dataset's are zero-extended to its `elem` bytes)
 // into rows [row0, row0 + rows) of `dset`, a dataset cols wide with chunks chunk[0] x chunk[1]
-// and the filters shuffle then deflate(level); row0 is a multiple of chunk[0], and rows too
+// and the filters shuffle then deflate(level), or none (level 0: the chunks gathered on the
+// threads and written as they are); row0 is a multiple of chunk[0], and rows too
 // unless the window ends the dataset. Chunks past the rows are padded with `fill` (elem
 // bytes). Returns "" or what failed.
 std::string write_deflated_chunks(hid_t dset, const void* data, int64_t stride, int64_t rows, int64_t cols,

@@ -447,8 +447,8 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
             }
         }
 
-        // One rank writing the whole image compressed: the chunks are compressed on the host's
-        // threads and written as they are (the filters' work, not one core's).
+        // One rank writing whole rows of chunks: the chunks are gathered (and compressed) on the
+        // host's threads and written as they are (the library's and filters' work, not one core's).
         if (writes_own_chunks(own)) {
             if (std::string e = write_deflated_chunks(dset.get(), data, stride, own.rows, cols_, sizeof(T), chunk,
                                                       deflate_level_, &fill, src_elem, own.row0);

@@ -100,11 +100,11 @@ private:
     template <typename T>
     void write_dataset(const std::string& name, const Window& own, const T* data, int64_t stride,
                        const std::vector<Attribute>& attrs, size_t src_elem = sizeof(T));
-    // One rank writing whole rows of chunks compressed (the whole image, or a chunked run's
-    // window of full rows, section 5.1): chunks compressed on the host's threads.
+    // One rank writing whole rows of chunks (the whole image, or a chunked run's window of full
+    // rows, section 5.1): chunks gathered (and compressed) on the host's threads.
     bool writes_own_chunks(const Window& own) const {
         const int64_t cr = std::min<int64_t>(512, rows_);  // the chunk height (write_dataset)
-        return serial_ && deflate_level_ > 0 && own.rows > 0 && own.col0 == 0 && own.cols == cols_ &&
+        return serial_ && own.rows > 0 && own.col0 == 0 && own.cols == cols_ &&
                own.row0 % cr == 0 && (own.rows % cr == 0 || own.row0 + own.rows == rows_);
     }
 
