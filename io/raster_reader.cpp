@@ -63,6 +63,9 @@ std::string plural(int n, const char* word) {
 int64_t strip_rows(int64_t cols, int block_rows) {
     const int64_t target = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(cols, 1));
     const int64_t b = std::max(1, block_rows);
+    // Whole rows of blocks up to 1024 rows: each thread opens its own dataset, so a block that
+    // two strips share is decoded twice (the threads' block caches are not shared).
+    if (b <= 1024) return std::max<int64_t>(1, target / b) * b;
     return target >= b ? (target / b) * b : target;
 }
 
