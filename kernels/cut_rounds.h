@@ -36,6 +36,8 @@
 //           bmem if P is big); the handed-over bmem: P as label.
 //   finish  one thread: the next round's lists become current; big listed if open, freed
 //           if closed (a large open cluster may park next).
+// With one cluster open (the tail), pick through wake run on one thread (link_one), beside
+// sift on the device.
 // Which thread wins an atomic changes list orders only; keys, picks and cuts do not depend on
 // it (cuts are sorted at the end), nor on which cluster represents a tree. C++17.
 #pragma once
@@ -169,6 +171,7 @@ struct RoundCounts {
     int32_t woken = 0;  // members of walked closed roots listed in wbuf this round
     int64_t walked = 0;  // such members over the rounds
     int32_t fulls = 0, scans = 0, parks = 0;  // events over the rounds (traces)
+    int32_t linked_one = 0;  // rounds whose pick..wake ran on one thread (link_one)
     uint64_t theta = ~uint64_t{0};
 };
 
@@ -603,20 +606,40 @@ struct RoundState {
     }
 
     // A closed root joined: its members (still labelled R) join P, unless they are bmem's
-    // already (R was parked at the round's start) or a scan wakes them.
-    TESSERA_HOSTDEV void wake(int32_t i) const {
+    // already (R was parked at the round's start) or a scan wakes them. alone: the only
+    // thread listing members (link_one): the slots counted without atomics.
+    TESSERA_HOSTDEV void wake(int32_t i, bool alone = false) const {
         const int32_t R = ld(reopened + i);
         if (R == get(&counts->big_prev) || ld(scan_stamp + R) == counts_round()) return;
         const int32_t P = ld(link + R);
         if (P == R && !is_open(P) && P != get(&counts->big)) return;
         const int32_t end = ld(old_tail + R);
         int32_t steps = 0;
+        int32_t at = alone ? get(&counts->woken) : 0;
         for (int32_t v = R;;) {
             if (v < 0 || ++steps > n + L + 1) return fail(7);
-            st(wbuf + hd::claim_slot(&counts->woken), v);
+            st(wbuf + (alone ? at++ : hd::claim_slot(&counts->woken)), v);
             if (v == end) break;
             v = ld(next_member + v);
         }
+        if (alone) put(&counts->woken, at);
+    }
+
+    // One open cluster (the tail's usual round): pick, jump, settle, elect, merge, fix and
+    // wake on one thread, in order (at most two clusters to merge and fix, one root to wake).
+    // None of them reads or writes what sift does (sift: keys, theta, hot and new, next_hot;
+    // these: links, charges, sizes, member lists, cuts, wbuf and the parked slot, which fix
+    // takes only when none is parked, when sift has nothing to do), so the one-block kernel
+    // runs this beside sift (the serial loop: after it).
+    TESSERA_HOSTDEV bool one_open() const { return get(&counts->open) == 1; }
+    TESSERA_HOSTDEV void link_one() const {
+        put(&counts->linked_one, get(&counts->linked_one) + 1);
+        for (int k = kPick; k <= kFix; ++k) {
+            const RoundStep which = static_cast<RoundStep>(k);
+            for (int32_t i = 0, e = step_count(which); i < e; ++i) step(which, i);
+            if (get(&counts->broken)) return;
+        }
+        for (int32_t i = 0, e = get(&counts->reopened); i < e; ++i) wake(i, true);
     }
 
     // A member of a walked closed root R (still labelled R) joins R's representative.

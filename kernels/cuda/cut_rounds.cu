@@ -196,7 +196,8 @@ __device__ void help_rounds(RoundState s, HelpJob* job, RoundCounts* mirror) {
 // clk (TESSERA_TRACE): block 0's SM clocks per step and the number of times each step ran.
 __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int32_t max_active, int mode,
                                                                unsigned long long* clk, HelpJob* job,
-                                                               RoundCounts* mirror, int32_t help_min, int warp_walk) {
+                                                               RoundCounts* mirror, int32_t help_min, int warp_walk,
+                                                               int fuse_one) {
     if (blockIdx.x != 0) return help_rounds(s, job, mirror);
     __shared__ int32_t slow[kSlowMax];
     __shared__ int32_t n_slow;
@@ -207,6 +208,7 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
     RoundCounts* const global_counts = s.counts;
     const bool fast = mode != 0;
     const bool helped = gridDim.x > 1;
+    const bool fuse = fast && fuse_one;  // one open cluster: pick..wake on thread 0 beside sift
     int32_t seq = 0;
     if (fast) {
         if (threadIdx.x == 0) shared_counts = *const_cast<const RoundCounts*>(global_counts);
@@ -228,11 +230,33 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
             const RoundStep which = static_cast<RoundStep>(k);
             const bool single = which == kCheck || which == kTheta || which == kFinish;
             const int32_t n = which == kSort ? s.get(&s.counts->full) : s.step_count(which);
-            if (fast && n == 0) {
+            if (fast && n == 0 && !(which == kSift && fuse && s.one_open())) {
                 synced = false;
                 continue;
             }
             if (single && !synced) __syncthreads();  // thread 0 changes counts others may still read
+            if (which == kSift && fuse && s.one_open()) {
+                // One cluster open: thread 0 runs pick..wake (link_one: none of sift's state)
+                // while warps 1.. sift; one barrier for eight steps. No barrier before it: the
+                // counts other threads may still read for the steps skipped since check's barrier
+                // (full, open, bopen, hot, bsorted, bsorted_next) are none that link_one writes
+                // (it parks a cluster, writing hot and bsorted, only when none is parked: bopen 0,
+                // whose sift count reads neither).
+                if (threadIdx.x == 0) {
+                    s.link_one();
+                } else if (threadIdx.x >= 32) {
+                    for (int32_t i = threadIdx.x - 32; i < n; i += blockDim.x - 32) s.step(kSift, i);
+                }
+                __syncthreads();
+                synced = true;
+                if (clk && threadIdx.x == 0) {
+                    const long long t1 = clock64();
+                    t_step[kPick] += static_cast<unsigned long long>(t1 - t0), t_step[kRoundSteps + kPick] += 1;
+                    t0 = t1;
+                }
+                k = kWake;
+                continue;
+            }
             if (which == kSort) {
                 sort_sample(s, temp);
             } else if (single) {
@@ -460,6 +484,9 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     }
     const char* warp_env = std::getenv("TESSERA_WARP_WALK");
     int warp_walk = warp_env ? std::atoi(warp_env) : 1;
+    // TESSERA_FUSE_ONE=0: one open cluster's pick..wake as separate steps (as before).
+    const char* fuse_env = std::getenv("TESSERA_FUSE_ONE");
+    int fuse_one = fuse_env ? std::atoi(fuse_env) : 1;
     const char* help_env = std::getenv("TESSERA_HELP_MIN");
     int32_t help_min = help_env ? std::atoi(help_env) : kBlockThreads / 4;
     StreamBuffer<HelpJob> job(1, s, "cut rounds: help job");
@@ -490,12 +517,13 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
             int mode = block_mode;
             if (help_blocks > 1) {
                 check(cudaMemcpyAsync(job.get(), &job0, sizeof job0, cudaMemcpyHostToDevice, s), "cut rounds: help job");
-                void* args[] = {&st, &max_active, &mode, &clk_p, &job_p, &mirror_p, &help_min, &warp_walk};
+                void* args[] = {&st, &max_active, &mode, &clk_p, &job_p, &mirror_p, &help_min, &warp_walk, &fuse_one};
                 check(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(block_rounds), dim3(help_blocks),
                                                   dim3(kBlockThreads), args, 0, s),
                       "cut rounds: cooperative launch");
             } else {
-                block_rounds<<<1, kBlockThreads, 0, s>>>(st, max_active, mode, clk_p, job_p, mirror_p, help_min, warp_walk);
+                block_rounds<<<1, kBlockThreads, 0, s>>>(st, max_active, mode, clk_p, job_p, mirror_p, help_min, warp_walk,
+                                                          fuse_one);
             }
             ++times.block_launches;
         } else {
@@ -551,9 +579,11 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         double total = 0;
         for (int k = 0; k < kRoundSteps; ++k) total += c[k] / (khz * 1.0);
         std::fprintf(stderr, "tessera: one-block rounds (mode %d): %d rounds, %.2f ms by SM clock (%d kHz), %.2f us a round; "
-                             "%lld members walked, %d scans; %d blocks, help from %d nodes, warp walks %d\n",
+                             "%lld members walked, %d scans; %d blocks, help from %d nodes, warp walks %d; "
+                     "%d rounds with one open cluster fused (pick: sift + pick..wake there)\n",
                      block_mode, times.block_rounds, total, khz, 1e3 * total / std::max(1, times.block_rounds),
-                     static_cast<long long>(counts.walked), counts.scans, help_blocks, help_min, warp_walk);
+                     static_cast<long long>(counts.walked), counts.scans, help_blocks, help_min, warp_walk,
+                     fuse_one ? counts.linked_one : 0);
         if (trace_probes)
             std::fprintf(stderr, "tessera: one-block searches: %llu ring positions, %llu label probes and lake steps; "
                              "the largest search of each round summed: %llu (%.1f a round)\n",
