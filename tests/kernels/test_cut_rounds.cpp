@@ -88,7 +88,7 @@ TEST(CutRoundsSerial, SameCutsOnALongTail) {
             // Rounds with one cluster open: the fused pick..wake (link_one) runs, every tuning.
             int32_t linked_one = 0;
             expect_same_as_host(res, 160, 200, R, &linked_one);
-            EXPECT_GT(linked_one, 10);
+            EXPECT_GT(linked_one, 0);
         }
     }
 }
