@@ -223,7 +223,10 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
         const int32_t active = s.get(&s.counts->active), open = s.get(&s.counts->open);
         const int32_t work = active + (s.get(&s.counts->bopen) ? s.get(&s.counts->hot) : 0);
         const bool stop = open == 0 || work > max_active || s.get(&s.counts->broken);
-        __syncthreads();  // every thread has read the counts before thread 0 changes them
+        // Every thread has read the counts before thread 0 changes them. Fused (TESSERA_FUSE_ONE):
+        // no barrier: the first step to change these counts (check, single; fix's park, after
+        // pick's barrier) comes after a barrier anyway (search's, or its own when none ran).
+        if (!fuse) __syncthreads();
         if (stop) break;
         bool synced = true;
         for (int k = 0; k < kRoundSteps; ++k) {
