@@ -82,9 +82,9 @@ TEST(CudaCutClusters, TailKernelVariantsEqualTheHostRule) {
         const char *mode, *help_min, *warp_walk, *fuse_one;
     };
     // Helped from one node; mode 3 without warp walks; one open cluster's steps apart
-    // (TESSERA_FUSE_ONE=0); mode 2 (loads through L2) with them fused.
-    for (const Variant& v : {Variant{"4", "1", "1", "1"}, Variant{"3", "1", "0", "1"}, Variant{"4", "256", "1", "0"},
-                             Variant{"2", "256", "1", "1"}}) {
+    // (TESSERA_FUSE_ONE=0) with walks of 64 positions; mode 2 (loads through L2) fused, walks of 128.
+    for (const Variant& v : {Variant{"4", "1", "1", "1"}, Variant{"3", "1", "0", "1"}, Variant{"4", "256", "2", "0"},
+                             Variant{"2", "256", "4", "1"}}) {
         setenv("TESSERA_BLOCK_MODE", v.mode, 1), setenv("TESSERA_HELP_MIN", v.help_min, 1);
         setenv("TESSERA_WARP_WALK", v.warp_walk, 1), setenv("TESSERA_FUSE_ONE", v.fuse_one, 1);
         const std::string t = std::string(" mode ") + v.mode + " fuse " + v.fuse_one;
