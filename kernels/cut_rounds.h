@@ -37,7 +37,8 @@
 //   finish  one thread: the next round's lists become current; big listed if open, freed
 //           if closed (a large open cluster may park next).
 // With one cluster open (the tail), pick through wake run on one thread (link_one), beside
-// sift on the device.
+// sift on the device; in the usual such round (it joins a closed root: link_pair) with each
+// word read once and the steps' effects written directly.
 // Which thread wins an atomic changes list orders only; keys, picks and cuts do not depend on
 // it (cuts are sorted at the end), nor on which cluster represents a tree. C++17.
 #pragma once
