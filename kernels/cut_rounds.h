@@ -36,6 +36,9 @@
 //           bmem if P is big); the handed-over bmem: P as label.
 //   finish  one thread: the next round's lists become current; big listed if open, freed
 //           if closed (a large open cluster may park next).
+// With one cluster open (the tail), pick through wake run on one thread (link_one), beside
+// sift on the device; in the usual such round (it joins a closed root: link_pair) with each
+// word read once and the steps' effects written directly.
 // Which thread wins an atomic changes list orders only; keys, picks and cuts do not depend on
 // it (cuts are sorted at the end), nor on which cluster represents a tree. C++17.
 #pragma once
@@ -169,6 +172,8 @@ struct RoundCounts {
     int32_t woken = 0;  // members of walked closed roots listed in wbuf this round
     int64_t walked = 0;  // such members over the rounds
     int32_t fulls = 0, scans = 0, parks = 0;  // events over the rounds (traces)
+    int32_t linked_one = 0;  // rounds whose pick..wake ran on one thread (link_one)
+    int32_t linked_pair = 0;  // of those, rounds of one open cluster joining a closed root (link_pair)
     uint64_t theta = ~uint64_t{0};
 };
 
@@ -603,20 +608,137 @@ struct RoundState {
     }
 
     // A closed root joined: its members (still labelled R) join P, unless they are bmem's
-    // already (R was parked at the round's start) or a scan wakes them.
-    TESSERA_HOSTDEV void wake(int32_t i) const {
+    // already (R was parked at the round's start) or a scan wakes them. alone: the only
+    // thread listing members (link_one): the slots counted without atomics.
+    TESSERA_HOSTDEV void wake(int32_t i, bool alone = false) const {
         const int32_t R = ld(reopened + i);
         if (R == get(&counts->big_prev) || ld(scan_stamp + R) == counts_round()) return;
         const int32_t P = ld(link + R);
         if (P == R && !is_open(P) && P != get(&counts->big)) return;
         const int32_t end = ld(old_tail + R);
         int32_t steps = 0;
+        int32_t at = alone ? get(&counts->woken) : 0;
         for (int32_t v = R;;) {
             if (v < 0 || ++steps > n + L + 1) return fail(7);
-            st(wbuf + hd::claim_slot(&counts->woken), v);
+            st(wbuf + (alone ? at++ : hd::claim_slot(&counts->woken)), v);
             if (v == end) break;
             v = ld(next_member + v);
         }
+        if (alone) put(&counts->woken, at);
+    }
+
+    // One open cluster (the tail's usual round): pick, jump, settle, elect, merge, fix and
+    // wake on one thread, in order (at most two clusters to merge and fix, one root to wake).
+    // None of them reads or writes what sift does (sift: keys, theta, hot and new, next_hot;
+    // these: links, charges, sizes, member lists, cuts, wbuf and the parked slot, which fix
+    // takes only when none is parked, when sift has nothing to do), so the one-block kernel
+    // runs this beside sift (the serial loop: after it).
+    TESSERA_HOSTDEV bool one_open() const { return get(&counts->open) == 1; }
+    TESSERA_HOSTDEV void link_one() const {
+        RoundCounts* c = counts;
+        put(&c->linked_one, get(&c->linked_one) + 1);
+        // The usual round: x takes an edge to a closed root y (not the ground, on no one's
+        // list): the steps' effects with the two clusters' words read once, side by side.
+        const int32_t round = counts_round();
+        const int32_t x = ld(open[round & 1]);
+        const uint64_t k = ld(best + x);
+        const uint64_t rkx = ld(repk + x);
+        const int32_t size_x = ld(size + x), charge_x = ld(charge + x), tail_x = ld(tail + x);
+        if (k != RankKeys::kNone) {
+            const int32_t lo = keys.lo(k), hi = keys.hi(k);
+            const int32_t llo = ld(label + lo);
+            const int32_t y = llo == x ? ld(label + hi_node(hi)) : llo;
+            if (y != G && y != x && ld(link + y) == y && ld(stamp + y) != round && ld(reopen_stamp + y) != round &&
+                link_pair(x, y, lo, hi, rkx, size_x, charge_x, tail_x))
+                return;
+        }
+        // Otherwise (the ground, a cluster closing; or a state the usual round does not
+        // have): the steps one after another.
+        for (int s = kPick; s <= kFix; ++s) {
+            const RoundStep which = static_cast<RoundStep>(s);
+            for (int32_t i = 0, e = step_count(which); i < e; ++i) step(which, i);
+            if (get(&c->broken)) return;
+        }
+        for (int32_t i = 0, e = get(&c->reopened); i < e; ++i) wake(i, true);
+    }
+
+    // link_one's usual round: pick (x takes lo-hi, no one takes it back: y is not open), jump
+    // and settle (x links to y, a root), elect (y listed reopened: the round's only), merge
+    // (the larger of x and y represents the pair), fix, wake (y's members into wbuf).
+    // False (nothing written) when x's or y's representative key is not its own.
+    TESSERA_HOSTDEV bool link_pair(int32_t x, int32_t y, int32_t lo, int32_t hi, uint64_t rkx, int32_t size_x,
+                                   int32_t charge_x, int32_t tail_x) const {
+        RoundCounts* c = counts;
+        const int32_t round = counts_round();
+        const uint64_t rky0 = ld(repk + y);
+        const int32_t size_y = ld(size + y), charge_y = ld(charge + y), tail_y = ld(tail + y);
+        if (static_cast<int32_t>(static_cast<uint32_t>(rky0)) != y || static_cast<int32_t>(static_cast<uint32_t>(rkx)) != x)
+            return false;
+        put(&c->linked_pair, get(&c->linked_pair) + 1);
+        // pick
+        if (hi < n || hi == n + L + 1) {
+            const int32_t at = get(&c->cuts);
+            put(&c->cuts, at + 1);
+            st(cuts + at, cut_code(lo, hi < n ? hi : -1));
+            if (hi >= n) put(&c->ground_cuts, get(&c->ground_cuts) + 1);
+        } else {
+            put(&c->lake_joins, get(&c->lake_joins) + 1);
+        }
+        st(link + x, y);
+        // elect
+        const uint64_t rky = rkx > rky0 ? rkx : rky0;
+        st(repk + y, rky);
+        st(reopen_stamp + y, round);
+        const int32_t at = get(&c->reopened);
+        st(reopened + at, y);
+        put(&c->reopened, at + 1);
+        st(old_tail + y, tail_y);
+        const bool scanned = y != get(&c->big_prev) && size_y > tune.walk_max;
+        if (scanned) {
+            st(scan_stamp + y, round);
+            put(&c->scan, 1);
+        }
+        // merge: P the larger; the other's charge, size and list to P
+        const int32_t P = static_cast<int32_t>(static_cast<uint32_t>(rky));
+        const int32_t z = P == x ? y : x;
+        const int32_t size_p = size_x + size_y, charge_p = charge_x + charge_y;
+        st(link + x, P);  // P == x: the representative was linked to its root
+        if (z == y) st(link + y, P);
+        st(charge + P, charge_p);
+        if (z == get(&c->big)) put(&c->big_to, P);
+        st(size + P, size_p);
+        const int32_t tail_p = P == x ? tail_x : tail_y;
+        st(tail + P, z == x ? tail_x : tail_y);
+        st(next_member + tail_p, z);
+        // fix: the parked cluster absorbed: P takes bmem over; P's key; P may park
+        const int32_t to = get(&c->big_to);
+        if (to >= 0) {
+            put(&c->hand_from, get(&c->big));
+            put(&c->hand, get(&c->bcount));
+            put(&c->big, to);
+        }
+        st(repk + P, rep_key(size_p, P));
+        if (to < 0 && size_p >= tune.big_min && charge_p != 0 && get(&c->big) < 0) {
+            put(&c->big, P);
+            put(&c->bcount, 0), put(&c->bsorted, 0), put(&c->hot, 0);
+            put(&c->theta, RankKeys::kNone);
+            put(&c->parks, get(&c->parks) + 1);
+        }
+        // wake: y's members (as they were before the merge: y .. its old tail)
+        if (y == get(&c->big_prev) || scanned) return true;
+        if (P == y && charge_p == 0 && y != get(&c->big)) return true;
+        int32_t w = get(&c->woken), steps = 0;
+        for (int32_t v = y;;) {
+            if (v < 0 || ++steps > n + L + 1) {
+                fail(7);
+                return true;
+            }
+            st(wbuf + w++, v);
+            if (v == tail_y) break;
+            v = ld(next_member + v);
+        }
+        put(&c->woken, w);
+        return true;
     }
 
     // A member of a walked closed root R (still labelled R) joins R's representative.

@@ -124,7 +124,12 @@ void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, Round
                 if (counts.full) std::sort(sample.begin(), sample.begin() + s.sample_size());
                 continue;
             }
-            for (int32_t i = 0, e = s.step_count(step); i < e; ++i) s.step(step, i);
+            if (step == kPick && s.one_open()) {  // the device's fused steps (beside sift)
+                s.link_one();
+                k = kWake;
+            } else {
+                for (int32_t i = 0, e = s.step_count(step); i < e; ++i) s.step(step, i);
+            }
             if (counts.broken)
                 throw std::logic_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken");
         }

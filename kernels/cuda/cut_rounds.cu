@@ -118,9 +118,91 @@ __device__ int32_t warp_next_pair(const RoundState& s, int32_t v, int32_t rv, Ri
     return found;
 }
 
+// The position j places after (w, k) in the ring walk's order (rings of 1, 4, 8, ... positions).
+__device__ inline void walk_advance(int32_t& w, int32_t& k, int32_t j) {
+    int32_t positions = w == 0 ? 1 : 4 * w;
+    k += j;
+    while (k >= positions) k -= positions, ++w, positions = 4 * w;
+}
+
+// warp_next_pair over 32 * H positions at a time, across ring ends (TESSERA_WARP_WALK=H, 2 or
+// 4; 2 by default): lane l takes positions l, l + 32, ... from the cursor; each position's bitmap word, its
+// residue range and its first residue's label are loaded for all H before any is used. The
+// first position in walk order with a residue outside rv gives the answer and the cursor, as
+// the walk of one thread would; none up to ring `limit`: the cursor at (limit + 1, 0, 0).
+template <int H>
+__device__ int32_t warp_next_pair_wide(const RoundState& s, int32_t v, int32_t rv, RingCursor& cu, int64_t limit,
+                                       int64_t& w_out, uint64_t& tested) {
+    const int lane = threadIdx.x & 31;
+    const PlaquetteBits& occ = s.occ;
+    const int64_t ar = s.rr[v], ac = s.rc[v];
+    uint64_t t = 0;
+    if (cu.w >= 1 && cu.k == 0 && cu.s == 0) {  // every lane: the same jump over empty rings
+        const int64_t d = occ.nearest_occupied(ar, ac, cu.w, limit);
+        if (d > cu.w) cu.w = static_cast<int32_t>(hd::min(d, limit + 1));
+    }
+    int32_t found = -1;
+    while (cu.w <= limit) {
+        int32_t pw[H], pk[H], x0[H], end[H], lab[H];
+#pragma unroll
+        for (int h = 0; h < H; ++h) {
+            pw[h] = cu.w, pk[h] = cu.k;
+            walk_advance(pw[h], pk[h], lane + 32 * h);
+            x0[h] = 0, end[h] = 0;
+            if (pw[h] <= limit) {
+                int64_t dr, dc;
+                ring_offset(pw[h], pk[h], dr, dc);
+                const int64_t r = ar + dr, c = ac + dc;
+                if (occ.inside(r, c)) {
+                    const int64_t b = occ.bit(r, c);
+                    if (occ.test(b)) occ.residues(b, x0[h], end[h]);
+                }
+            }
+        }
+        int32_t base[H];
+#pragma unroll
+        for (int h = 0; h < H; ++h) {
+            base[h] = x0[h];
+            if (h == 0 && lane == 0) x0[h] += cu.s;
+            lab[h] = x0[h] < end[h] ? s.ld(s.label + x0[h]) : rv;
+        }
+        int32_t j[H];
+#pragma unroll
+        for (int h = 0; h < H; ++h) {
+            j[h] = -1;
+            for (int32_t x = x0[h]; x < end[h];) {
+                ++t;
+                if (x != v && lab[h] != rv) {
+                    j[h] = x;
+                    break;
+                }
+                if (++x < end[h]) lab[h] = s.ld(s.label + x);
+            }
+        }
+        bool hit_any = false;
+#pragma unroll
+        for (int h = 0; h < H; ++h) {
+            const unsigned hit = __ballot_sync(kFullMask, j[h] >= 0);
+            if (hit && !hit_any) {
+                const int fl = __ffs(hit) - 1;
+                found = __shfl_sync(kFullMask, j[h], fl);
+                cu.w = __shfl_sync(kFullMask, pw[h], fl), cu.k = __shfl_sync(kFullMask, pk[h], fl);
+                cu.s = __shfl_sync(kFullMask, j[h] - base[h], fl);
+                w_out = cu.w;
+                hit_any = true;
+            }
+        }
+        if (hit_any) break;
+        walk_advance(cu.w, cu.k, 32 * H), cu.s = 0;
+        if (cu.w > limit) cu.w = static_cast<int32_t>(limit + 1), cu.k = 0;
+    }
+    if (s.probes) tested += warp_sum(t);
+    return found;
+}
+
 // A node's search past its cached key by a warp (lane 0 stores): the lake's shore and the
 // ring, 32 candidates at a time.
-__device__ void warp_search(const RoundState& s, int32_t v) {
+__device__ void warp_search(const RoundState& s, int32_t v, int walk) {
     const int lane = threadIdx.x & 31;
     const int32_t rv = s.ld(s.label + v);
     const uint64_t k = s.node_search(
@@ -135,6 +217,8 @@ __device__ void warp_search(const RoundState& s, int32_t v) {
             return end;
         },
         [&](RingCursor& cu, int64_t need, int64_t& w, uint64_t& tested) {
+            if (walk == 4) return warp_next_pair_wide<4>(s, v, rv, cu, need, w, tested);
+            if (walk == 2) return warp_next_pair_wide<2>(s, v, rv, cu, need, w, tested);
             return warp_next_pair(s, v, rv, cu, need, w, tested);
         });
     if (lane == 0 && k != RankKeys::kNone && k < s.ld(s.best + rv)) hd::atomic_min(s.best + rv, k);
@@ -196,7 +280,8 @@ __device__ void help_rounds(RoundState s, HelpJob* job, RoundCounts* mirror) {
 // clk (TESSERA_TRACE): block 0's SM clocks per step and the number of times each step ran.
 __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int32_t max_active, int mode,
                                                                unsigned long long* clk, HelpJob* job,
-                                                               RoundCounts* mirror, int32_t help_min, int warp_walk) {
+                                                               RoundCounts* mirror, int32_t help_min, int warp_walk,
+                                                               int fuse_one) {
     if (blockIdx.x != 0) return help_rounds(s, job, mirror);
     __shared__ int32_t slow[kSlowMax];
     __shared__ int32_t n_slow;
@@ -207,6 +292,7 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
     RoundCounts* const global_counts = s.counts;
     const bool fast = mode != 0;
     const bool helped = gridDim.x > 1;
+    const bool fuse = fast && fuse_one;  // one open cluster: pick..wake on thread 0 beside sift
     int32_t seq = 0;
     if (fast) {
         if (threadIdx.x == 0) shared_counts = *const_cast<const RoundCounts*>(global_counts);
@@ -221,18 +307,43 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
         const int32_t active = s.get(&s.counts->active), open = s.get(&s.counts->open);
         const int32_t work = active + (s.get(&s.counts->bopen) ? s.get(&s.counts->hot) : 0);
         const bool stop = open == 0 || work > max_active || s.get(&s.counts->broken);
-        __syncthreads();  // every thread has read the counts before thread 0 changes them
+        // Every thread has read the counts before thread 0 changes them. Fused (TESSERA_FUSE_ONE):
+        // no barrier: the first step to change these counts (check, single; fix's park, after
+        // pick's barrier) comes after a barrier anyway (search's, or its own when none ran).
+        if (!fuse) __syncthreads();
         if (stop) break;
         bool synced = true;
         for (int k = 0; k < kRoundSteps; ++k) {
             const RoundStep which = static_cast<RoundStep>(k);
             const bool single = which == kCheck || which == kTheta || which == kFinish;
             const int32_t n = which == kSort ? s.get(&s.counts->full) : s.step_count(which);
-            if (fast && n == 0) {
+            if (fast && n == 0 && !(which == kSift && fuse && s.one_open())) {
                 synced = false;
                 continue;
             }
             if (single && !synced) __syncthreads();  // thread 0 changes counts others may still read
+            if (which == kSift && fuse && s.one_open()) {
+                // One cluster open: thread 0 runs pick..wake (link_one: none of sift's state)
+                // while warps 1.. sift; one barrier for eight steps. No barrier before it: the
+                // counts other threads may still read for the steps skipped since check's barrier
+                // (full, open, bopen, hot, bsorted, bsorted_next) are none that link_one writes
+                // (it parks a cluster, writing hot and bsorted, only when none is parked: bopen 0,
+                // whose sift count reads neither).
+                if (threadIdx.x == 0) {
+                    s.link_one();
+                } else if (threadIdx.x >= 32) {
+                    for (int32_t i = threadIdx.x - 32; i < n; i += blockDim.x - 32) s.step(kSift, i);
+                }
+                __syncthreads();
+                synced = true;
+                if (clk && threadIdx.x == 0) {
+                    const long long t1 = clock64();
+                    t_step[kPick] += static_cast<unsigned long long>(t1 - t0), t_step[kRoundSteps + kPick] += 1;
+                    t0 = t1;
+                }
+                k = kWake;
+                continue;
+            }
             if (which == kSort) {
                 sort_sample(s, temp);
             } else if (single) {
@@ -252,7 +363,7 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
                 }
                 __syncthreads();
                 const int32_t m = min(n_slow, kSlowMax);
-                for (int32_t j = threadIdx.x / 32; j < m; j += blockDim.x / 32) warp_search(s, slow[j]);
+                for (int32_t j = threadIdx.x / 32; j < m; j += blockDim.x / 32) warp_search(s, slow[j], warp_walk);
                 __syncthreads();
                 if (threadIdx.x == 0) n_slow = 0;  // read again after the step's barrier, next round
             } else if (helped && helpable(which, mode) && n >= help_min) {
@@ -459,7 +570,12 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         help_blocks = coop ? std::max(1, std::min(sms * per_sm, blocks_env ? std::atoi(blocks_env) : sms)) : 1;
     }
     const char* warp_env = std::getenv("TESSERA_WARP_WALK");
-    int warp_walk = warp_env ? std::atoi(warp_env) : 1;
+    // 1: 32 positions a step within a ring; 2 (default), 4: 64, 128 positions across rings
+    // (H100, holes 16384²: 2 gave 16.6 us a tail round's search, 4 17.5, 1 18.0).
+    int warp_walk = warp_env ? std::atoi(warp_env) : 2;
+    // TESSERA_FUSE_ONE=0: one open cluster's pick..wake as separate steps (as before).
+    const char* fuse_env = std::getenv("TESSERA_FUSE_ONE");
+    int fuse_one = fuse_env ? std::atoi(fuse_env) : 1;
     const char* help_env = std::getenv("TESSERA_HELP_MIN");
     int32_t help_min = help_env ? std::atoi(help_env) : kBlockThreads / 4;
     StreamBuffer<HelpJob> job(1, s, "cut rounds: help job");
@@ -490,12 +606,13 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
             int mode = block_mode;
             if (help_blocks > 1) {
                 check(cudaMemcpyAsync(job.get(), &job0, sizeof job0, cudaMemcpyHostToDevice, s), "cut rounds: help job");
-                void* args[] = {&st, &max_active, &mode, &clk_p, &job_p, &mirror_p, &help_min, &warp_walk};
+                void* args[] = {&st, &max_active, &mode, &clk_p, &job_p, &mirror_p, &help_min, &warp_walk, &fuse_one};
                 check(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(block_rounds), dim3(help_blocks),
                                                   dim3(kBlockThreads), args, 0, s),
                       "cut rounds: cooperative launch");
             } else {
-                block_rounds<<<1, kBlockThreads, 0, s>>>(st, max_active, mode, clk_p, job_p, mirror_p, help_min, warp_walk);
+                block_rounds<<<1, kBlockThreads, 0, s>>>(st, max_active, mode, clk_p, job_p, mirror_p, help_min, warp_walk,
+                                                          fuse_one);
             }
             ++times.block_launches;
         } else {
@@ -551,9 +668,11 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         double total = 0;
         for (int k = 0; k < kRoundSteps; ++k) total += c[k] / (khz * 1.0);
         std::fprintf(stderr, "tessera: one-block rounds (mode %d): %d rounds, %.2f ms by SM clock (%d kHz), %.2f us a round; "
-                             "%lld members walked, %d scans; %d blocks, help from %d nodes, warp walks %d\n",
+                             "%lld members walked, %d scans; %d blocks, help from %d nodes, warp walks %d; "
+                     "%d rounds with one open cluster fused (pick: sift + pick..wake there)\n",
                      block_mode, times.block_rounds, total, khz, 1e3 * total / std::max(1, times.block_rounds),
-                     static_cast<long long>(counts.walked), counts.scans, help_blocks, help_min, warp_walk);
+                     static_cast<long long>(counts.walked), counts.scans, help_blocks, help_min, warp_walk,
+                     fuse_one ? counts.linked_one : 0);
         if (trace_probes)
             std::fprintf(stderr, "tessera: one-block searches: %llu ring positions, %llu label probes and lake steps; "
                              "the largest search of each round summed: %llu (%.1f a round)\n",

@@ -79,12 +79,15 @@ TEST(CudaCutClusters, ParkedClustersAndLongTailsEqualTheHostRule) {
 TEST(CudaCutClusters, TailKernelVariantsEqualTheHostRule) {
     SKIP_WITHOUT_GPU();
     struct Variant {
-        const char *mode, *help_min, *warp_walk;
+        const char *mode, *help_min, *warp_walk, *fuse_one;
     };
-    for (const Variant& v : {Variant{"4", "1", "1"}, Variant{"3", "1", "0"}}) {
+    // Helped from one node; mode 3 without warp walks; one open cluster's steps apart
+    // (TESSERA_FUSE_ONE=0) with walks of 64 positions; mode 2 (loads through L2) fused, walks of 128.
+    for (const Variant& v : {Variant{"4", "1", "1", "1"}, Variant{"3", "1", "0", "1"}, Variant{"4", "256", "2", "0"},
+                             Variant{"2", "256", "4", "1"}}) {
         setenv("TESSERA_BLOCK_MODE", v.mode, 1), setenv("TESSERA_HELP_MIN", v.help_min, 1);
-        setenv("TESSERA_WARP_WALK", v.warp_walk, 1);
-        const std::string t = std::string(" mode ") + v.mode;
+        setenv("TESSERA_WARP_WALK", v.warp_walk, 1), setenv("TESSERA_FUSE_ONE", v.fuse_one, 1);
+        const std::string t = std::string(" mode ") + v.mode + " fuse " + v.fuse_one;
         for (const RoundTuning& tune : {RoundTuning{}, RoundTuning{8, 4, 16, 2}}) {
             for (const testing::ResidueCase& cs : testing::kRuleCases)
                 expect_device_equals_host(testing::residue_case(cs), cs.H, cs.W, 16, "random seed " + std::to_string(cs.seed) + t,
@@ -93,6 +96,7 @@ TEST(CudaCutClusters, TailKernelVariantsEqualTheHostRule) {
         }
     }
     unsetenv("TESSERA_BLOCK_MODE"), unsetenv("TESSERA_HELP_MIN"), unsetenv("TESSERA_WARP_WALK");
+    unsetenv("TESSERA_FUSE_ONE");
 }
 
 TEST(CudaCutClusters, SceneResiduesEqualTheHostRule) {

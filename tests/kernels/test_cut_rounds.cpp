@@ -3,7 +3,10 @@
 // the plain oracle in tests/partition/test_matching.cpp): the same cuts in the same order.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -25,7 +28,12 @@ using testing::with_many_lakes;
 const RoundTuning kTunings[] = {RoundTuning{}, RoundTuning{8, 4, 16, 2}, RoundTuning{64, 32, 128, 16},
                                 RoundTuning{2, 1, 2, 0}};
 
-void expect_same_as_host(const std::vector<ClusterResidue>& res, int64_t H, int64_t W, int64_t R) {
+// linked_one: the fewest rounds run with one cluster open (link_one) over the tunings;
+// linked_pair: the fewest of them taking link_pair's path.
+void expect_same_as_host(const std::vector<ClusterResidue>& res, int64_t H, int64_t W, int64_t R,
+                         int32_t* linked_one = nullptr, int32_t* linked_pair = nullptr) {
+    if (linked_one) *linked_one = INT32_MAX;
+    if (linked_pair) *linked_pair = INT32_MAX;
     std::vector<Cut> expect;
     ClusterStats st;
     cut_clusters(res, H, W, R, expect, st);
@@ -43,6 +51,8 @@ void expect_same_as_host(const std::vector<ClusterResidue>& res, int64_t H, int6
         EXPECT_EQ(counts.ground_cuts, st.ground_cuts);
         EXPECT_EQ(counts.cuts - counts.ground_cuts, st.pairs);
         EXPECT_EQ(counts.lake_joins, st.lake_joins);
+        if (linked_one) *linked_one = std::min(*linked_one, counts.linked_one);
+        if (linked_pair) *linked_pair = std::min(*linked_pair, counts.linked_pair);
     }
 }
 
@@ -78,7 +88,15 @@ TEST(CutRoundsSerial, SameCutsOnTheSceneResidues) {
 TEST(CutRoundsSerial, SameCutsOnALongTail) {
     for (int lake_pct : {0, 3}) {
         const auto res = testing::pair_field_with_one_charge(160, 200, 4, 21u + static_cast<uint32_t>(lake_pct), lake_pct);
-        for (int64_t R : {int64_t{3}, int64_t{16}}) expect_same_as_host(res, 160, 200, R);
+        for (int64_t R : {int64_t{3}, int64_t{16}}) {
+            // Rounds with one cluster open: the fused pick..wake (link_one) runs, every tuning.
+            int32_t linked_one = 0, linked_pair = 0;
+            expect_same_as_host(res, 160, 200, R, &linked_one, &linked_pair);
+            EXPECT_GT(linked_one, 0);
+            EXPECT_GT(linked_pair, 0);
+            std::printf("long tail, %d%% lakes, R %d: %d rounds in link_one, %d in link_pair (fewest of the tunings)\n",
+                        lake_pct, static_cast<int>(R), linked_one, linked_pair);
+        }
     }
 }
 
