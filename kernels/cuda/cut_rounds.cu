@@ -607,9 +607,17 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
             if (help_blocks > 1) {
                 check(cudaMemcpyAsync(job.get(), &job0, sizeof job0, cudaMemcpyHostToDevice, s), "cut rounds: help job");
                 void* args[] = {&st, &max_active, &mode, &clk_p, &job_p, &mirror_p, &help_min, &warp_walk, &fuse_one};
-                check(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(block_rounds), dim3(help_blocks),
-                                                  dim3(kBlockThreads), args, 0, s),
-                      "cut rounds: cooperative launch");
+                const cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(block_rounds),
+                                                                  dim3(help_blocks), dim3(kBlockThreads), args, 0, s);
+                if (e == cudaErrorCooperativeLaunchTooLarge) {
+                    // Fewer SMs than the device has (MPS, a partition): the leader alone, the same cuts.
+                    (void)cudaGetLastError();
+                    help_blocks = 1;
+                    block_rounds<<<1, kBlockThreads, 0, s>>>(st, max_active, mode, clk_p, job_p, mirror_p, help_min,
+                                                              warp_walk, fuse_one);
+                } else {
+                    check(e, "cut rounds: cooperative launch");
+                }
             } else {
                 block_rounds<<<1, kBlockThreads, 0, s>>>(st, max_active, mode, clk_p, job_p, mirror_p, help_min, warp_walk,
                                                           fuse_one);
