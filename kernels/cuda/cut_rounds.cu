@@ -67,57 +67,6 @@ __device__ uint64_t warp_sum(uint64_t x) {
     return __shfl_sync(kFullMask, x, 0);
 }
 
-// next_pair (kernels/cut_numerics.h) walked by a warp: 32 positions of a ring at a time, each
-// lane its plaquette's residues (the first lane from the cursor's residue on); the first lane
-// with a residue outside rv gives the answer and the cursor, as the walk of one thread would.
-__device__ int32_t warp_next_pair(const RoundState& s, int32_t v, int32_t rv, RingCursor& cu, int64_t limit,
-                                  int64_t& w_out, uint64_t& tested) {
-    const int lane = threadIdx.x & 31;
-    const PlaquetteBits& occ = s.occ;
-    const int64_t ar = s.rr[v], ac = s.rc[v];
-    uint64_t t = 0;
-    if (cu.w >= 1 && cu.k == 0 && cu.s == 0) {  // every lane: the same jump over empty rings
-        const int64_t d = occ.nearest_occupied(ar, ac, cu.w, limit);
-        if (d > cu.w) cu.w = static_cast<int32_t>(hd::min(d, limit + 1));
-    }
-    int32_t found = -1;
-    while (cu.w <= limit) {
-        const int32_t positions = cu.w == 0 ? 1 : 4 * cu.w;
-        const int32_t k = cu.k + lane;
-        int32_t j = -1, at = 0;
-        if (k < positions) {
-            int64_t dr, dc;
-            ring_offset(cu.w, k, dr, dc);
-            const int64_t r = ar + dr, c = ac + dc;
-            if (occ.inside(r, c)) {
-                const int64_t b = occ.bit(r, c);
-                if (occ.test(b)) {
-                    int32_t first, end;
-                    occ.residues(b, first, end);
-                    for (int32_t x = first + (lane == 0 ? cu.s : 0); x < end; ++x) {
-                        ++t;
-                        if (x != v && s.ld(s.label + x) != rv) {
-                            j = x, at = x - first;
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-        const unsigned hit = __ballot_sync(kFullMask, j >= 0);
-        if (hit) {
-            const int first_lane = __ffs(hit) - 1;
-            found = __shfl_sync(kFullMask, j, first_lane);
-            cu.k += first_lane, cu.s = __shfl_sync(kFullMask, at, first_lane), w_out = cu.w;
-            break;
-        }
-        cu.k += 32, cu.s = 0;
-        if (cu.k >= positions) ++cu.w, cu.k = 0;
-    }
-    if (s.probes) tested += warp_sum(t);
-    return found;
-}
-
 // The position j places after (w, k) in the ring walk's order (rings of 1, 4, 8, ... positions).
 __device__ inline void walk_advance(int32_t& w, int32_t& k, int32_t j) {
     int32_t positions = w == 0 ? 1 : 4 * w;
@@ -125,13 +74,14 @@ __device__ inline void walk_advance(int32_t& w, int32_t& k, int32_t j) {
     while (k >= positions) k -= positions, ++w, positions = 4 * w;
 }
 
-// warp_next_pair over 32 * H positions at a time, across ring ends (TESSERA_WARP_WALK=H, 2 or
-// 4; 2 by default): lane l takes positions l, l + 32, ... from the cursor; each position's bitmap word, its
+// next_pair (kernels/cut_numerics.h) walked by a warp, 32 * H positions at a time across ring
+// ends (TESSERA_WARP_WALK=H: 1, 2 or 4; 2 by default): lane l takes positions l, l + 32, ... from
+// the cursor, each lane its plaquette's residues (the first lane from the cursor's residue on); each position's bitmap word, its
 // residue range and its first residue's label are loaded for all H before any is used. The
 // first position in walk order with a residue outside rv gives the answer and the cursor, as
 // the walk of one thread would; none up to ring `limit`: the cursor at (limit + 1, 0, 0).
 template <int H>
-__device__ int32_t warp_next_pair_wide(const RoundState& s, int32_t v, int32_t rv, RingCursor& cu, int64_t limit,
+__device__ int32_t warp_next_pair(const RoundState& s, int32_t v, int32_t rv, RingCursor& cu, int64_t limit,
                                        int64_t& w_out, uint64_t& tested) {
     const int lane = threadIdx.x & 31;
     const PlaquetteBits& occ = s.occ;
@@ -217,9 +167,9 @@ __device__ void warp_search(const RoundState& s, int32_t v, int walk) {
             return end;
         },
         [&](RingCursor& cu, int64_t need, int64_t& w, uint64_t& tested) {
-            if (walk == 4) return warp_next_pair_wide<4>(s, v, rv, cu, need, w, tested);
-            if (walk == 2) return warp_next_pair_wide<2>(s, v, rv, cu, need, w, tested);
-            return warp_next_pair(s, v, rv, cu, need, w, tested);
+            if (walk == 4) return warp_next_pair<4>(s, v, rv, cu, need, w, tested);
+            if (walk == 2) return warp_next_pair<2>(s, v, rv, cu, need, w, tested);
+            return warp_next_pair<1>(s, v, rv, cu, need, w, tested);
         });
     if (lane == 0 && k != RankKeys::kNone && k < s.ld(s.best + rv)) hd::atomic_min(s.best + rv, k);
 }
@@ -570,8 +520,8 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         help_blocks = coop ? std::max(1, std::min(sms * per_sm, blocks_env ? std::atoi(blocks_env) : sms)) : 1;
     }
     const char* warp_env = std::getenv("TESSERA_WARP_WALK");
-    // 1: 32 positions a step within a ring; 2 (default), 4: 64, 128 positions across rings
-    // (H100, holes 16384²: 2 gave 16.6 us a tail round's search, 4 17.5, 1 18.0).
+    // 1, 2 (default), 4: 32, 64, 128 positions a step across rings (H100, holes 16384²: 2 gave
+    // 16.6 us a tail round's search, 4 17.5, the earlier 32-position walk within a ring 18.0).
     int warp_walk = warp_env ? std::atoi(warp_env) : 2;
     // TESSERA_FUSE_ONE=0: one open cluster's pick..wake as separate steps (as before).
     const char* fuse_env = std::getenv("TESSERA_FUSE_ONE");
