@@ -51,11 +51,15 @@ void print_plan(PlanCli& c) {
         std::printf("layout       chunks of %lld tile rows (%lld pixel rows), %lld on the largest rank, %s\n",
                     static_cast<long long>(p.tile_rows), static_cast<long long>(p.tile_rows * tile),
                     static_cast<long long>(p.chunks),
-                    c.opt.scratch.empty() ? "3 passes over the input" : "2 passes over the input, the third over the scratch");
+                    p.inputs_kept ? ("3 passes over the input read once, kept in memory (" + format_bytes(p.kept_bytes) +
+                                     " a rank" + (c.opt.scratch.empty() ? "" : "; the third over the scratch") + ")")
+                                        .c_str()
+                    : c.opt.scratch.empty() ? "3 passes over the input"
+                                            : "2 passes over the input, the third over the scratch");
     std::printf("memory       %s host%s per rank for the %s (plus residues, cuts and component records)\n",
                 format_bytes(p.host_bytes).c_str(),
                 p.device_bytes > 0 ? (", " + format_bytes(p.device_bytes) + " GPU").c_str() : "",
-                p.in_core() ? "window" : "largest chunk");
+                p.in_core() ? "window" : p.inputs_kept ? "largest chunk and the kept input" : "largest chunk");
     std::printf("I/O          reads %s, writes %s%s\n", format_bytes(p.read_bytes).c_str(), format_bytes(p.write_bytes).c_str(),
                 p.scratch_total > 0 ? " (scratch included)" : "");
     if (!c.opt.scratch.empty())

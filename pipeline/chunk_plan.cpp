@@ -64,17 +64,45 @@ Plan make_plan(const PlanRequest& req, const std::string& input) {
                                         " % of the limit for them); raise it, use more ranks or a smaller --tile-size");
         return std::min(trows, fit / tile);
     };
-    int64_t rows = std::min(rows_fitting(req.host_limit, req.host_reserved, per.host, "--memory-limit"),
-                            rows_fitting(req.device_limit, 0, per.device, "--gpu-memory-limit"));
-    if (req.cuda) rows = std::min(rows, std::max<int64_t>(1, (kDeviceWindowPixels / max_cols - 1) / tile));
-    if (req.chunk_rows > 0) rows = std::clamp<int64_t>(req.chunk_rows / tile, 1, trows);
-    plan.tile_rows = std::max<int64_t>(rows, 1);
+    // Tile rows a chunk may have when `kept` bytes of the host's share are taken already.
+    auto chunk_rows = [&](int64_t kept) {
+        const int64_t reserved = req.host_reserved + static_cast<int64_t>(static_cast<double>(kept) / kChunkShare);
+        int64_t rows = std::min(rows_fitting(req.host_limit, reserved, per.host, "--memory-limit"),
+                                rows_fitting(req.device_limit, 0, per.device, "--gpu-memory-limit"));
+        if (req.cuda) rows = std::min(rows, std::max<int64_t>(1, (kDeviceWindowPixels / max_cols - 1) / tile));
+        if (req.chunk_rows > 0) rows = std::clamp<int64_t>(req.chunk_rows / tile, 1, trows);
+        return std::max<int64_t>(rows, 1);
+    };
+    auto kept_at = [&](int64_t rows) {
+        int64_t b = 0;
+        for (int r = 0; r < plan.grid.size(); ++r) b = std::max(b, kept_input_bytes(plan.grid, r, rows));
+        return b;
+    };
+    auto chunk_px = [&](int64_t rows) { return (std::min(rows * tile, max_rows) + 1) * max_cols; };
+    auto fits_beside = [&](int64_t rows, int64_t kept) {
+        return host_stages < 0 ||
+               static_cast<double>(chunk_px(rows) * per.host + kept) <= static_cast<double>(host_stages) * kChunkShare;
+    };
+    plan.tile_rows = chunk_rows(0);
+    // The inputs as read kept beside the chunks (read once, not three times) when the host's share
+    // holds both; where the chunks fill it, they give up room for the inputs if these take at most
+    // half of it (smaller chunks cost less than two more reads).
+    if (req.keep_inputs) {
+        int64_t kept = kept_at(plan.tile_rows);
+        if (!fits_beside(plan.tile_rows, kept) && req.chunk_rows <= 0 &&
+            static_cast<double>(kept) <= 0.5 * static_cast<double>(host_stages) * kChunkShare) {
+            int64_t rows = chunk_rows(kept);
+            while (rows > 1 && !fits_beside(rows, kept_at(rows))) --rows;  // more chunks keep more halo rows
+            if (fits_beside(rows, kept_at(rows))) plan.tile_rows = rows, kept = kept_at(rows);
+        }
+        plan.inputs_kept = fits_beside(plan.tile_rows, kept);
+        plan.kept_bytes = plan.inputs_kept ? kept : 0;
+    }
     plan.chunks = (trows + plan.tile_rows - 1) / plan.tile_rows;
     plan.passes = 3;
-    const int64_t chunk_px = (std::min(plan.tile_rows * tile, max_rows) + 1) * max_cols;
-    plan.host_bytes = chunk_px * per.host;
-    plan.device_bytes = chunk_px * per.device;
-    plan.read_bytes = plan.passes * req.H * req.W * req.input_bytes_per_pixel;
+    plan.host_bytes = chunk_px(plan.tile_rows) * per.host + plan.kept_bytes;
+    plan.device_bytes = chunk_px(plan.tile_rows) * per.device;
+    plan.reads = plan.inputs_kept ? 1 : 3;
     plan.write_bytes = req.H * req.W * req.output_bytes_per_pixel;
     if (req.scratch) {
         // Pass 3 reads the scratch pass 2 wrote instead of the inputs.
@@ -82,23 +110,36 @@ Plan make_plan(const PlanRequest& req, const std::string& input) {
             const int64_t b = scratch_bytes(plan.grid, r, plan.tile_rows);
             plan.scratch_bytes = std::max(plan.scratch_bytes, b), plan.scratch_total += b;
         }
-        plan.read_bytes = (plan.passes - 1) * req.H * req.W * req.input_bytes_per_pixel + plan.scratch_total;
+        plan.reads = plan.inputs_kept ? 1 : 2;
         plan.write_bytes += plan.scratch_total;
     }
+    plan.read_bytes = plan.reads * req.H * req.W * req.input_bytes_per_pixel + plan.scratch_total;
     return plan;
 }
 
-int64_t scratch_bytes(const RankGrid& grid, int rank, int64_t tile_rows) {
+namespace {
+
+// Pixels of `rank`'s chunk buffers (own rows plus the halo row and column where the image goes on).
+int64_t chunk_buffer_pixels(const RankGrid& grid, int rank, int64_t tile_rows) {
     const Window own = grid.own(rank);
     const int64_t step = std::max<int64_t>(tile_rows, 1) * grid.tiles.tile;
     const int64_t buf_cols = own.cols + (own.col0 + own.cols < grid.tiles.W ? 1 : 0);
-    int64_t bytes = 0;
+    int64_t px = 0;
     for (int64_t r = own.row0; r < own.row0 + own.rows; r += step) {
         const int64_t rows = std::min(step, own.row0 + own.rows - r);
-        const int64_t buf_rows = rows + (r + rows < grid.tiles.H ? 1 : 0);
-        bytes += buf_rows * buf_cols * kScratchBufferBytes + rows * own.cols * kScratchOwnBytes;
+        px += (rows + (r + rows < grid.tiles.H ? 1 : 0)) * buf_cols;
     }
-    return bytes;
+    return px;
+}
+
+}  // namespace
+
+int64_t scratch_bytes(const RankGrid& grid, int rank, int64_t tile_rows) {
+    return chunk_buffer_pixels(grid, rank, tile_rows) * kScratchBufferBytes + grid.own(rank).size() * kScratchOwnBytes;
+}
+
+int64_t kept_input_bytes(const RankGrid& grid, int rank, int64_t tile_rows) {
+    return chunk_buffer_pixels(grid, rank, tile_rows) * kScratchBufferBytes;
 }
 
 int64_t parse_bytes(const std::string& text, const std::string& option) {

@@ -35,17 +35,24 @@ struct PlanRequest {
     int64_t output_bytes_per_pixel = 8; // written once: u, labels (+ k)
     int64_t chunk_rows = 0;      // > 0: chunks of this many pixel rows (whole tiles, at least one), whatever the limits
     bool scratch = false;        // --scratch: a streamed run's third pass reads a scratch file, not the inputs
+    bool keep_inputs = true;     // a streamed run may keep its inputs as read in host memory (section 5.1)
 };
 
 struct Plan {
     RankGrid grid;
     int64_t tile_rows = 0;       // tile rows per chunk (the same on every rank)
     int64_t chunks = 1;          // chunks of the largest rank window
-    int passes = 1;              // reads of the input: 1 in core, 3 in chunks
+    int passes = 1;              // passes over the window: 1 in core, 3 in chunks
+    int reads = 1;               // reads of the input: 1 in core or with the inputs kept, else 3 (2 with a scratch)
     int64_t host_bytes = 0, device_bytes = 0;  // per rank, for the largest window or chunk
     int64_t read_bytes = 0, write_bytes = 0;   // the whole run (the scratch's included)
     int64_t scratch_bytes = 0;   // --scratch: written by the largest rank (its reads are the same)
     int64_t scratch_total = 0;   // --scratch: written by all ranks
+    // A streamed run whose inputs as read (phase and flags, 5 B a pixel of its chunks' buffers) fit
+    // the host's limit beside the chunks keeps them from pass 1 for passes 2 and 3 (section 5.1):
+    // the input is read once. kept_bytes: the largest rank's (in host_bytes).
+    bool inputs_kept = false;
+    int64_t kept_bytes = 0;
     // The window in one piece when it fits both limits; otherwise chunks (even one: a chunked
     // run holds fewer bytes a pixel than a run in one piece).
     bool streamed = false;
@@ -64,6 +71,8 @@ inline constexpr int64_t kDeviceWindowPixels = (int64_t{1} << 32) - 1;
 inline constexpr int64_t kScratchBufferBytes = 4 + 1, kScratchOwnBytes = 8;
 // The bytes `rank` writes to its scratch in chunks of `tile_rows` tile rows, root lists aside.
 int64_t scratch_bytes(const RankGrid& grid, int rank, int64_t tile_rows);
+// The bytes `rank` keeps of its inputs as read (Plan::inputs_kept): phase and flags over its chunks' buffers.
+int64_t kept_input_bytes(const RankGrid& grid, int rank, int64_t tile_rows);
 
 // Throws InputError(input, ...) when one row of tiles does not fit a limit.
 Plan make_plan(const PlanRequest& req, const std::string& input);

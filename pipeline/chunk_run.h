@@ -36,6 +36,9 @@ struct ChunkRun {
     // Fill chunk i + 1 on a thread of its own while chunk i is worked on (and written): two
     // chunks' arrays at once. Off where the fill may not run beside the sink.
     bool read_ahead = true;
+    // Plan::inputs_kept: pass 1 keeps each chunk's phase and flags as filled, and passes 2 and 3
+    // take them from there instead of filling again (ahead, whatever read_ahead says).
+    bool keep_inputs = false;
     // --scratch: pass 2 writes each chunk's phase, flags and union-find here, and pass 3 reads
     // them back instead of filling from the inputs (ahead, whatever read_ahead says).
     ScratchFile* scratch = nullptr;

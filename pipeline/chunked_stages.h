@@ -7,6 +7,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <future>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "kernels/ground_lakes.h"
 #include "kernels/invariant.h"
 #include "kernels/label_width.h"
+#include "kernels/lap.h"
 #include "kernels/region.h"
 #include "kernels/residue.h"
 #include "partition/comm.h"
@@ -28,6 +30,7 @@
 #include "partition/matching.h"
 #include "partition/rank_grid.h"
 #include "pipeline/chunk_run.h"
+#include "pipeline/host_buffer.h"
 #include "pipeline/unwrap_region.h"
 
 namespace tessera {
@@ -43,21 +46,43 @@ inline std::vector<Window> chunk_windows(const Window& own, const TileGrid& tile
 
 namespace chunked {
 
-// One chunk's host arrays over its buffer window.
+// A chunk's inputs as filled (phase and flags over its buffer), kept from pass 1 for passes 2 and
+// 3 when the plan allows (section 5.1: Plan::inputs_kept).
+struct KeptInput {
+    HostBuffer<float> phase;
+    HostBuffer<uint8_t> flags;
+
+    explicit KeptInput(const RegionArrays& a)
+        : phase(static_cast<size_t>(a.buf.size()), a.phase), flags(static_cast<size_t>(a.buf.size()), a.flags) {}
+};
+
+// Pass 2's chunk from what pass 1 kept of it.
+inline void copy_input(const KeptInput& k, const RegionArrays& a) {
+    TESSERA_INVARIANT(k.phase.size() == static_cast<size_t>(a.buf.size()), "kept input of another chunk");
+    copy_on_threads(a.phase, k.phase.data(), k.phase.size());
+    copy_on_threads(a.flags, k.flags.data(), k.flags.size());
+}
+
+// One chunk's host arrays over its buffer window (first touched on the host's threads), the
+// phase and flags taken over from a KeptInput when one is given.
 struct ChunkArrays {
-    std::vector<float> phase;
-    std::vector<uint8_t> flags;
-    std::vector<uint32_t> label;
-    std::vector<int32_t> cycles;
+    HostBuffer<float> phase;
+    HostBuffer<uint8_t> flags;
+    HostBuffer<uint32_t> label;
+    HostBuffer<int32_t> cycles;
     RegionArrays a;
 
-    ChunkArrays(const TileGrid& tiles, const Window& own, bool with_cycles) {
+    static Window buffer(const TileGrid& tiles, const Window& own) {
         const int64_t r1 = own.row0 + own.rows, c1 = own.col0 + own.cols;
-        const Window buf{own.row0, own.col0, own.rows + (r1 < tiles.H ? 1 : 0), own.cols + (c1 < tiles.W ? 1 : 0)};
-        const size_t n = static_cast<size_t>(buf.size());
-        phase.assign(n, 0.0f), flags.assign(n, 0), label.assign(n, 0);
-        if (with_cycles) cycles.assign(n, 0);
-        a = RegionArrays{tiles.H, tiles.W, buf, phase.data(), flags.data(), label.data(),
+        return {own.row0, own.col0, own.rows + (r1 < tiles.H ? 1 : 0), own.cols + (c1 < tiles.W ? 1 : 0)};
+    }
+    ChunkArrays(const TileGrid& tiles, const Window& own, bool with_cycles, std::unique_ptr<KeptInput> kept = {})
+        : phase(kept ? std::move(kept->phase) : HostBuffer<float>(static_cast<size_t>(buffer(tiles, own).size()))),
+          flags(kept ? std::move(kept->flags) : HostBuffer<uint8_t>(static_cast<size_t>(buffer(tiles, own).size()))),
+          label(static_cast<size_t>(buffer(tiles, own).size())),
+          cycles(with_cycles ? static_cast<size_t>(buffer(tiles, own).size()) : 0) {
+        TESSERA_INVARIANT(phase.size() == label.size() && flags.size() == label.size(), "kept input of another chunk");
+        a = RegionArrays{tiles.H, tiles.W, buffer(tiles, own), phase.data(), flags.data(), label.data(),
                          with_cycles ? cycles.data() : nullptr};
     }
 };
@@ -158,30 +183,58 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     const ChunkFill& fill = run.fill;
     const ChunkSink& sink = run.sink;
     const auto& stage = run.stage;
-    auto arrays = [&](int64_t i) {
-        return std::make_unique<chunked::ChunkArrays>(tiles, chunks[static_cast<size_t>(i)], with_cycles);
+    auto arrays = [&](int64_t i, std::unique_ptr<chunked::KeptInput> kept = {}) {
+        return std::make_unique<chunked::ChunkArrays>(tiles, chunks[static_cast<size_t>(i)], with_cycles, std::move(kept));
     };
+    // Plan::inputs_kept (section 5.1): pass 1 keeps each chunk's inputs as filled; pass 2 copies
+    // them, pass 3 takes them over (after pass 2 with a scratch: dropped).
+    std::vector<std::unique_ptr<chunked::KeptInput>> kept(run.keep_inputs ? static_cast<size_t>(n_chunks) : 0);
     // Chunk after chunk: load(i) gives chunk i (the next one loaded ahead, on its own thread,
     // when `ahead_ok`), use(i, loaded) works on it.
+    // TESSERA_TRACE: each pass's time waiting for loads and working on chunks, on stderr.
+    int pass_no = 0;
+    double regions_ms = 0;  // of `worked`: the Regions' construction (uploads, page-locking)
+    double sink_ms = 0;     // of `worked`: the sink's writes
     auto each_chunk = [&](bool ahead_ok, auto&& load, auto&& use) {
         std::future<decltype(load(int64_t{0}))> ahead;
+        Lap lap;
+        double waited = 0, worked = 0;
         for (int64_t i = 0; i < n_chunks; ++i) {
             auto loaded = ahead.valid() ? ahead.get() : load(i);
+            waited += lap.next_ms();
             if (ahead_ok && i + 1 < n_chunks) ahead = std::async(std::launch::async, load, i + 1);
             use(i, loaded);
+            worked += lap.next_ms();
         }
+        ++pass_no;
+        if (trace_on())
+            std::fprintf(stderr, "tessera: chunks/pass %d: waited for loads %9.1f ms, worked %9.1f ms (regions made %9.1f, "
+                         "written %9.1f), %lld chunks\n",
+                         pass_no, waited, worked, regions_ms, sink_ms, static_cast<long long>(n_chunks));
+        regions_ms = sink_ms = 0;
     };
-    // One pass: each chunk filled from the inputs and worked on by body(i, region, arrays).
+    // One pass: each chunk filled from the inputs (or what pass 1 kept of them) and worked on by
+    // body(i, region, arrays).
     auto pass = [&](auto&& body) {
+        const int now = pass_no + 1;
         each_chunk(
-            run.read_ahead,
+            run.read_ahead || (run.keep_inputs && now > 1),  // copies of kept inputs may run beside the sink
             [&](int64_t i) {
+                const size_t at = static_cast<size_t>(i);
+                if (run.keep_inputs && now == 3) return arrays(i, std::move(kept[at]));
                 auto ca = arrays(i);
+                if (run.keep_inputs && now == 2) {
+                    chunked::copy_input(*kept[at], ca->a);
+                    return ca;
+                }
                 fill(ca->a);
+                if (run.keep_inputs) kept[at] = std::make_unique<chunked::KeptInput>(ca->a);
                 return ca;
             },
             [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
+                Lap made;
                 Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
+                regions_ms += made.next_ms();
                 body(i, region, ca->a);
             });
     };
@@ -285,10 +338,13 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             region.apply(ComponentAssignment{std::span(recs).subspan(b, e - b), std::span(g.offset).subspan(b, e - b),
                                              std::span(g.label).subspan(b, e - b), st.label_bytes});
             region.finish();
+            Lap wrote;
             sink(a, cw, st.label_bytes);
+            sink_ms += wrote.next_ms();
             run.chunk_done(3, i + 1, n_chunks);
         };
     const Window no_rows{own.row0 + own.rows, own.col0, 0, own.cols};
+    if (run.scratch) kept.clear();  // pass 3 reads the scratch
     if (!run.scratch) {
         pass([&](int64_t i, Region& region, const RegionArrays& a) {
             region.place_cuts(cuts);

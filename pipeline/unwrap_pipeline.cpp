@@ -220,6 +220,9 @@ std::string describe_plan(const UnwrapOptions& opt, const Plan& plan, int64_t H,
                   plan.in_core() ? "in one piece"
                                  : (std::to_string(plan.chunks) + " chunk(s) of " + std::to_string(plan.tile_rows * tile) +
                                     " rows a rank, 3 passes" +
+                                    (plan.inputs_kept ? " over the input read once (" + format_bytes(plan.kept_bytes) +
+                                                            " of it kept a rank)"
+                                                      : std::string()) +
                                     (opt.scratch.empty() ? std::string()
                                                          : " (the third from " + format_bytes(plan.scratch_bytes) +
                                                                " of scratch a rank in " + opt.scratch + ")"))
@@ -531,6 +534,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                      opt.save_residues ? &res : nullptr};
         // GDAL reading through the HDF5 library must not run beside the result's HDF5 writes.
         run.scratch = scratch.get();
+        run.keep_inputs = plan.inputs_kept;
         run.read_ahead = !driver_uses_hdf5(info.driver) &&
                          (opt.coherence.empty() || !driver_uses_hdf5(RasterReader(opt.coherence, 1).info().driver)) &&
                          (opt.mask.empty() || !driver_uses_hdf5(RasterReader(opt.mask, 1).info().driver));
@@ -581,6 +585,9 @@ PlanRequest plan_request(const UnwrapOptions& opt, const RasterInfo& info, int r
     q.output_bytes_per_pixel = 4 + 1 + (opt.save_cycles ? 4 : 0);
     q.chunk_rows = opt.chunk_rows;
     q.scratch = !opt.scratch.empty();
+    // TESSERA_REREAD=1: a streamed run reads its inputs in every pass (A/B studies, tests; section 5.1).
+    const char* reread = std::getenv("TESSERA_REREAD");
+    q.keep_inputs = !(reread && std::string(reread) == "1");
     return q;
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Streamed runs under mpirun (issue 16, docs/ARCHITECTURE.md section 5.1): every rank grid of
-# 2 and 3 ranks, in chunks of one and of three tile rows (the ranks take unequal numbers of them), gives
+# 2 and 3 ranks, in chunks of one and of three tile rows (the ranks take unequal numbers of them),
+# the inputs kept from the first pass or read in every pass, gives
 # the one-rank in-core result bit for bit (every dataset, the GeoTIFF); a bad input found after
 # the first pass (values in degrees) ends every rank in one line with no output. With --scratch DIR
 # (the third pass from each rank's scratch file): the same bits at two chunk heights, DIR as it was
@@ -13,19 +14,23 @@ trap 'rm -rf "$d"' EXIT
 opts="--tile-size 32 --coherence $d/holes_coherence.tif --min-coherence 0.3 --save-cycles --save-residues --save-cuts --reference 500 400"
 "$tessera" unwrap -q $opts "$d/holes_wrapped.tif" "$d/one.h5" --geotiff "$d/one.tif" || { echo "FAIL: in-core run"; exit 1; }
 gdal_translate -q -of XYZ "$d/one.tif" "$d/one.xyz"
-for run in "2 2x1 32" "2 1x2 96" "3 3x1 32" "3 1x3 96" "3 3x1 96"; do
+# reread: TESSERA_REREAD=1, the inputs read in every pass; keep: read once, kept (no limit here).
+for run in "2 2x1 32 keep" "2 1x2 96 reread" "3 3x1 32 reread" "3 1x3 96 keep" "3 3x1 96 keep"; do
   set -- $run
-  np=$1 grid=$2 rows=$3
+  np=$1 grid=$2 rows=$3 mode=$4
   out="$d/s$np-$grid.h5"
-  timeout 120 "$mpirun" --oversubscribe -np "$np" -x OMP_NUM_THREADS=1 "$tessera" unwrap $opts --rank-grid "$grid" \
-    --chunk-rows "$rows" "$d/holes_wrapped.tif" "$out" --geotiff "$d/s.tif" --overwrite 2>"$d/err" >/dev/null ||
+  reread=0; [ "$mode" = reread ] && reread=1
+  timeout 120 "$mpirun" --oversubscribe -np "$np" -x OMP_NUM_THREADS=1 -x TESSERA_REREAD=$reread "$tessera" unwrap $opts \
+    --rank-grid "$grid" --chunk-rows "$rows" "$d/holes_wrapped.tif" "$out" --geotiff "$d/s.tif" --overwrite 2>"$d/err" >/dev/null ||
     { echo "FAIL: np $np grid $grid: $(head -c 300 "$d/err")"; exit 1; }
   grep -q "chunk(s) of" "$d/err" || { echo "FAIL: np $np grid $grid did not stream: $(head -c 300 "$d/err")"; exit 1; }
+  if grep -q "read once" "$d/err"; then got=keep; else got=reread; fi
+  [ "$got" = "$mode" ] || { echo "FAIL: np $np grid $grid: $got, not $mode: $(head -c 300 "$d/err")"; exit 1; }
   "$h5same" "$d/one.h5" "$out" unwrapped_phase connected_components cycles residues branch_cuts >/dev/null ||
     { echo "FAIL: np $np grid $grid differs"; exit 1; }
   gdal_translate -q -of XYZ "$d/s.tif" "$d/s.xyz"
   cmp -s "$d/one.xyz" "$d/s.xyz" || { echo "FAIL: np $np grid $grid GeoTIFF differs"; exit 1; }
-  echo "np $np grid $grid chunks of $rows rows: identical"
+  echo "np $np grid $grid chunks of $rows rows, inputs $mode: identical"
 done
 mkdir "$d/scratch" && echo mine >"$d/scratch/mine.txt"
 for run in "2 2x1 32" "2 1x2 96" "3 3x1 32" "3 1x3 96"; do

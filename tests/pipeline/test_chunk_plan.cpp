@@ -40,6 +40,7 @@ TEST(ChunkPlan, HostLimitGivesChunksThatFitIt) {
 TEST(ChunkPlan, ScratchReplacesTheThirdReadAndCountsItsBytes) {
     PlanRequest q;
     q.H = 5000, q.W = 3000, q.tile = 512, q.chunk_rows = 1024, q.input_bytes_per_pixel = 8;
+    q.keep_inputs = false;  // the inputs read in pass 2 (InputsKeptWhereTheyFit has the kept form)
     const Plan plain = make_plan(q, "in.tif");
     q.scratch = true;
     const Plan p = make_plan(q, "in.tif");
@@ -56,6 +57,52 @@ TEST(ChunkPlan, ScratchReplacesTheThirdReadAndCountsItsBytes) {
     q.ranks = 2, q.rank_grid = "1x2";  // two windows of 1536 and 1464 columns (whole tiles), the first with a halo column
     const Plan two = make_plan(q, "in.tif");
     EXPECT_EQ(two.scratch_total, (5000 + 4) * (1537 + 1464) * 5 + 5000LL * 3000 * 8);
+}
+
+TEST(ChunkPlan, InputsKeptWhereTheyFit) {
+    // No host limit: a streamed run (chunks of 1024 rows) keeps its inputs and reads them once.
+    PlanRequest q;
+    q.H = 5000, q.W = 3000, q.tile = 512, q.chunk_rows = 1024, q.input_bytes_per_pixel = 8;
+    const Plan p = make_plan(q, "in.tif");
+    ASSERT_EQ(p.chunks, 5);
+    EXPECT_TRUE(p.inputs_kept);
+    EXPECT_EQ(p.reads, 1);
+    EXPECT_EQ(p.read_bytes, 5000LL * 3000 * 8);
+    // Phase and flags over each chunk's buffer: its rows plus the halo row below, all chunks but the last.
+    EXPECT_EQ(p.kept_bytes, (5000 + 4) * 3000 * 5);
+    EXPECT_EQ(p.host_bytes, (1024 + 1) * 3000 * chunk_bytes_per_pixel(false, false).host + p.kept_bytes);
+    q.keep_inputs = false;
+    const Plan reread = make_plan(q, "in.tif");
+    EXPECT_FALSE(reread.inputs_kept);
+    EXPECT_EQ(reread.reads, 3);
+    EXPECT_EQ(reread.read_bytes, 3 * 5000LL * 3000 * 8);
+    EXPECT_EQ(reread.kept_bytes, 0);
+    q.keep_inputs = true, q.scratch = true;  // pass 2 from the kept inputs, pass 3 from the scratch
+    const Plan both = make_plan(q, "in.tif");
+    EXPECT_TRUE(both.inputs_kept);
+    EXPECT_EQ(both.read_bytes, 5000LL * 3000 * 8 + both.scratch_total);
+
+    // A host limit: the chunks give up room for the inputs when these take at most half the
+    // stages' share, and the whole stays within that share.
+    PlanRequest h;
+    h.H = h.W = 4096, h.tile = 512;
+    const int64_t kept = (4096 + 7) * 4096 * 5;  // 8 chunks of one tile row at the smallest
+    for (const int64_t limit : {int64_t{256} << 20, int64_t{384} << 20}) {
+        h.host_limit = limit;
+        const Plan k = make_plan(h, "in.tif");
+        EXPECT_FALSE(k.in_core()) << limit;
+        EXPECT_TRUE(k.inputs_kept) << limit;
+        EXPECT_LE(k.host_bytes, limit * 3 / 4) << limit;
+        EXPECT_LE(k.kept_bytes, kept) << limit;
+        EXPECT_GE(k.kept_bytes, 4096LL * 4096 * 5) << limit;
+        h.keep_inputs = false;
+        const Plan r = make_plan(h, "in.tif");
+        h.keep_inputs = true;
+        EXPECT_FALSE(r.inputs_kept);
+        EXPECT_GE(r.tile_rows, k.tile_rows) << limit;  // the kept inputs never give taller chunks
+    }
+    h.host_limit = int64_t{128} << 20;  // the inputs (84 MB) would take most of the share (96 MB)
+    EXPECT_FALSE(make_plan(h, "in.tif").inputs_kept);
 }
 
 TEST(ChunkPlan, DeviceLimitAndTheDeviceWindowBound) {
