@@ -332,6 +332,14 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
             local = {FailKind::kRuntime, hdf5_failure("HDF5: cannot set up parallel file access")};
         } else {
             fid = H5Fcreate(tmp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
+            // Closed and opened again before any data: the create's truncation (of an empty file)
+            // marks it on ext4 for a flush of every dirty page when closed (auto_da_alloc, meant
+            // for files replaced by truncation), which made the final close take seconds (3.3 s
+            // for 32768², bench/results/gpu_h100_streamed.md); a close clears the mark.
+            if (fid >= 0 && H5Fclose(fid) >= 0)
+                fid = H5Fopen(tmp_path_.c_str(), H5F_ACC_RDWR, fapl.get());
+            else if (fid >= 0)
+                fid = -1;
             if (fid < 0)
                 local = {FailKind::kRuntime, hdf5_failure("HDF5: cannot create '" + tmp_path_ + "'")};
         }

@@ -33,6 +33,7 @@
 #include "io/raster_reader.h"
 #include "backend/backend.h"
 #include "pipeline/chunk_plan.h"
+#include "kernels/lap.h"
 #include "pipeline/host_buffer.h"
 #include "app/memory_budget.h"
 #include "app/progress.h"
@@ -539,9 +540,12 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                          (opt.coherence.empty() || !driver_uses_hdf5(RasterReader(opt.coherence, 1).info().driver)) &&
                          (opt.mask.empty() || !driver_uses_hdf5(RasterReader(opt.mask, 1).info().driver));
         st = ops.unwrap_chunked(grid, comm, params, plan.tile_rows, opt.save_cycles, run);
+        Lap lap;
         add_region_stats(rep, st);
         const std::vector<Attribute> attrs = finish_report(rep, st, comm, opt, info, grid);
+        const double reported = lap.next_ms();
         for (auto& s : sinks) s->finish(attrs);  // the HDF5 complete and closed, then the GeoTIFF from it
+        if (trace_on()) std::fprintf(stderr, "tessera: finish: report %.1f ms, sinks %.1f ms\n", reported, lap.next_ms());
     }
 
     if (quicklook) {

@@ -2,8 +2,9 @@
 # On the GPU host, from an unpacked bundle (issue 16): streamed runs of the CUDA backend.
 # 1. Bit identity: cuda in one piece, cuda in chunks (--gpu-memory-limit smaller than the
 #    scene), 2 ranks sharing the GPU in chunks, all against the CPU backend in one piece.
-# 2. End to end through GDAL and HDF5 (holes with coherence): in one piece against streamed
-#    (re-reading the inputs, or with --scratch), seconds and Gpx/s, per stage.
+# 2. End to end through GDAL and HDF5 (holes with coherence): in one piece (GDAL's direct
+#    GeoTIFF reads or its block cache) against streamed (the inputs kept from the first pass, or
+#    read in every pass; MODES_EXTRA="ENV=V OPTIONS" adds runs), seconds and Gpx/s, per stage.
 #   bash jobs/gpu/device_streamed.sh BUNDLE_DIR "16384 32768" [MOSAIC_ROWSxCOLS]
 set -u
 b=$1 sizes=${2:-"16384"} mosaic=${3:-}
@@ -21,21 +22,25 @@ c="-q --save-cycles --tile-size 256 --coherence $d/holes_coherence.tif --min-coh
 tessera unwrap --backend cpu $c "$d/cpu.h5"
 tessera unwrap --backend cuda $c "$d/gpu.h5"
 tessera unwrap --backend cuda --gpu-memory-limit 128M $c "$d/gpu_chunks.h5"
+TESSERA_REREAD=1 tessera unwrap --backend cuda --gpu-memory-limit 128M $c "$d/gpu_reread.h5"
 tessera unwrap --backend cuda --chunk-rows 256 $c "$d/gpu_rows.h5"
 mkdir -p "$d/scr"
 tessera unwrap --backend cuda --gpu-memory-limit 128M --scratch "$d/scr" $c "$d/gpu_scratch.h5"
 mpirun --oversubscribe -np 2 tessera unwrap --backend cuda --share-gpus --gpu-memory-limit 96M $c "$d/gpu2.h5"
-for o in gpu gpu_chunks gpu_rows gpu_scratch gpu2; do same "4096² holes cpu vs $o" "$d/cpu.h5" "$d/$o.h5"; done
+for o in gpu gpu_chunks gpu_reread gpu_rows gpu_scratch gpu2; do same "4096² holes cpu vs $o" "$d/cpu.h5" "$d/$o.h5"; done
 tessera plan "$d/holes_wrapped.tif" --backend cuda --gpu-memory-limit 128M --tile-size 256 | grep layout
 echo "bit identity: $pass passed, $fail failed"
 rm -f "$d"/*.h5
 for n in $sizes; do
   t0=$SECONDS; tessera synth --overwrite --case holes --size ${n}x${n} --seed 2 "$d" >/dev/null; echo "synth $n: $((SECONDS - t0)) s"
   in="--coherence $d/holes_coherence.tif --min-coherence 0.3 $d/holes_wrapped.tif"
-  for mode in "in-one-piece" "--gpu-memory-limit 4G" "--gpu-memory-limit 4G --scratch $d/scr"; do
-    extra=$mode; [ "$mode" = in-one-piece ] && extra=
-    tessera unwrap --backend cuda --tile-size 1024 $extra $in "$d/out.h5" --overwrite 2>&1 |
-      grep -E "chunk|^tessera: [a-z_]+ +[0-9]|Mpixel" | tr -s ' ' | tr '\n' ';'
+  # env: GTIFF_DIRECT_IO=NO reads through GDAL's block cache (tessera's default is YES);
+  # TESSERA_REREAD=1 reads the inputs in every pass instead of keeping them.
+  for mode in "X=1 in-one-piece" "GTIFF_DIRECT_IO=NO in-one-piece" "X=1 --gpu-memory-limit 4G" \
+              "TESSERA_REREAD=1 --gpu-memory-limit 4G" ${MODES_EXTRA:-}; do
+    env=${mode%% *} extra=${mode#* }; [ "$extra" = in-one-piece ] && extra=
+    env $env TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 $extra $in "$d/out.h5" --overwrite 2>&1 |
+      grep -E "chunks/|^tessera: [a-z_]+ +[0-9]|Mpixel" | tr -s ' ' | tr '\n' ';'
     echo " <- $n $mode"
   done
   rm -f "$d"/*.tif "$d"/out.h5
@@ -53,8 +58,8 @@ if [ -n "$mosaic" ]; then
   } > "$d/mosaic.vrt"
   tessera plan "$d/mosaic.vrt" --backend cuda
   t0=$(date +%s.%N)
-  tessera unwrap --backend cuda --tile-size 1024 "$d/mosaic.vrt" "$d/out.h5" 2>&1 |
-    grep -E "chunk|^tessera: [a-z_]+ +[0-9]|Mpixel|error" | tr -s ' ' | tr '\n' ';'
+  TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 "$d/mosaic.vrt" "$d/out.h5" 2>&1 |
+    grep -E "chunks/|unwrap |^tessera: [a-z_]+ +[0-9]|Mpixel|error" | tr -s ' ' | tr '\n' ';'
   echo " wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
   echo " <- mosaic $mosaic"
 fi
