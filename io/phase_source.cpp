@@ -3,12 +3,12 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <mutex>
-
-#include <algorithm>
-#include <cmath>
 #include <vector>
+
+#include "kernels/host_buffer.h"
 
 namespace tessera {
 
@@ -92,7 +92,7 @@ public:
     const RasterInfo& info() const override { return in_.info(); }
     const std::string& name() const override { return in_.path(); }
     InputRanges fill(const RegionArrays& a, const RowsReady& ready) const override {
-        std::vector<uint8_t> valid(static_cast<size_t>(a.buf.size()));
+        HostBuffer<uint8_t> valid(static_cast<size_t>(a.buf.size()));  // a gigabyte at 32768²: first touched on threads
         in_.read_phase(a.buf, a.phase, valid.data(), a.buf.cols, ready);
         InputRanges rg;
         fold_valid(a, valid.data(), rg);

@@ -30,7 +30,7 @@
 #include "partition/matching.h"
 #include "partition/rank_grid.h"
 #include "pipeline/chunk_run.h"
-#include "pipeline/host_buffer.h"
+#include "kernels/host_buffer.h"
 #include "pipeline/unwrap_region.h"
 
 namespace tessera {

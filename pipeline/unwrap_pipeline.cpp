@@ -34,7 +34,7 @@
 #include "backend/backend.h"
 #include "pipeline/chunk_plan.h"
 #include "kernels/lap.h"
-#include "pipeline/host_buffer.h"
+#include "kernels/host_buffer.h"
 #include "app/memory_budget.h"
 #include "app/progress.h"
 #include "app/quicklook.h"

@@ -4,7 +4,8 @@
 #    scene), 2 ranks sharing the GPU in chunks, all against the CPU backend in one piece.
 # 2. End to end through GDAL and HDF5 (holes with coherence): in one piece (GDAL's direct
 #    GeoTIFF reads or its block cache) against streamed (the inputs kept from the first pass, or
-#    read in every pass; MODES_EXTRA="ENV=V OPTIONS" adds runs), seconds and Gpx/s, per stage.
+#    read in every pass; MODES_EXTRA="ENV=V OPTIONS;..." adds runs; MOSAIC_ENVS="ENV=V ..." runs the
+#    mosaic once per setting), seconds and Gpx/s, per stage.
 #   bash jobs/gpu/device_streamed.sh BUNDLE_DIR "16384 32768" [MOSAIC_ROWSxCOLS]
 set -u
 b=$1 sizes=${2:-"16384"} mosaic=${3:-}
@@ -36,10 +37,13 @@ for n in $sizes; do
   in="--coherence $d/holes_coherence.tif --min-coherence 0.3 $d/holes_wrapped.tif"
   # env: GTIFF_DIRECT_IO=NO reads through GDAL's block cache (tessera's default is YES);
   # TESSERA_REREAD=1 reads the inputs in every pass instead of keeping them.
-  for mode in "X=1 in-one-piece" "GTIFF_DIRECT_IO=NO in-one-piece" "X=1 --gpu-memory-limit 4G" \
-              "TESSERA_REREAD=1 --gpu-memory-limit 4G" ${MODES_EXTRA:-}; do
+  modes=("X=1 in-one-piece" "GTIFF_DIRECT_IO=NO in-one-piece" "X=1 --gpu-memory-limit 4G" "TESSERA_REREAD=1 --gpu-memory-limit 4G")
+  IFS=';' read -r -a more <<<"${MODES_EXTRA:-}"
+  for mode in "${modes[@]}" "${more[@]}"; do
+    [ -n "$mode" ] || continue
     env=${mode%% *} extra=${mode#* }; [ "$extra" = in-one-piece ] && extra=
-    env $env TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 $extra $in "$d/out.h5" --overwrite 2>&1 |
+    rm -f "$d/out.h5"  # a new file, as most runs write (replacing one costs ext4's flush at the rename)
+    env $env TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 $extra $in "$d/out.h5" 2>&1 |
       grep -E "chunks/|^tessera: [a-z_]+ +[0-9]|Mpixel" | tr -s ' ' | tr '\n' ';'
     echo " <- $n $mode"
   done
@@ -57,11 +61,14 @@ if [ -n "$mosaic" ]; then
     echo "</VRTRasterBand></VRTDataset>"
   } > "$d/mosaic.vrt"
   tessera plan "$d/mosaic.vrt" --backend cuda
-  t0=$(date +%s.%N)
-  TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 "$d/mosaic.vrt" "$d/out.h5" 2>&1 |
-    grep -E "chunks/|unwrap |^tessera: [a-z_]+ +[0-9]|Mpixel|error" | tr -s ' ' | tr '\n' ';'
-  echo " wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
-  echo " <- mosaic $mosaic"
+  for env in ${MOSAIC_ENVS:-X=1}; do
+    rm -f "$d/out.h5"
+    t0=$(date +%s.%N)
+    env $env TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 "$d/mosaic.vrt" "$d/out.h5" 2>&1 |
+      grep -E "chunks/|unwrap |^tessera: [a-z_]+ +[0-9]|Mpixel|error" | tr -s ' ' | tr '\n' ';'
+    echo " wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
+    echo " <- mosaic $mosaic $env"
+  done
 fi
 rm -rf "$d"
 [ "$fail" -eq 0 ]
