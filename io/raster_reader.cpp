@@ -12,8 +12,9 @@
 #include <cerrno>
 #include <cmath>
 #include <complex>
-#include <exception>
+#include <cstddef>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -91,10 +92,12 @@ struct RasterReader::Impl {
     static void read_from(GDALRasterBand* band, const std::string& path, const Window& w, int64_t r0, int64_t nr,
                           GDALDataType as, void* buf, GSpacing pixel_space, GSpacing line_space) {
         QuietGdal quiet;
-        const CPLErr err = band->RasterIO(GF_Read, static_cast<int>(w.col0), static_cast<int>(r0),
-                                          static_cast<int>(w.cols), static_cast<int>(nr), buf,
-                                          static_cast<int>(w.cols), static_cast<int>(nr), as,
-                                          pixel_space, line_space, nullptr);
+        const CPLErr err = by_blocks(band, as, pixel_space)
+                               ? read_blocks(band, w, r0, nr, as, static_cast<std::byte*>(buf), line_space)
+                               : band->RasterIO(GF_Read, static_cast<int>(w.col0), static_cast<int>(r0),
+                                                static_cast<int>(w.cols), static_cast<int>(nr), buf,
+                                                static_cast<int>(w.cols), static_cast<int>(nr), as,
+                                                pixel_space, line_space, nullptr);
         if (err != CE_None || quiet.failed()) {
             std::string problem = "read failed in rows " + std::to_string(r0) + ".." +
                                   std::to_string(r0 + nr - 1) + ", cols " + std::to_string(w.col0) +
@@ -102,6 +105,33 @@ struct RasterReader::Impl {
             if (!quiet.message().empty()) problem += " (" + quiet.message() + ")";
             throw InputError(path, problem);
         }
+    }
+
+    // A GeoTIFF band read in its own type: block by block through ReadBlock, past GDAL's block
+    // cache (its lock and one more copy held 16 reading threads to about 2 GB/s at 32768², section
+    // 7), with the driver's own checks (a truncated file fails as through RasterIO).
+    static bool by_blocks(GDALRasterBand* band, GDALDataType as, GSpacing pixel_space) {
+        GDALDataset* ds = band->GetDataset();
+        return as == band->GetRasterDataType() && pixel_space == GDALGetDataTypeSizeBytes(as) && ds &&
+               ds->GetDriver() && std::strcmp(ds->GetDriver()->GetDescription(), "GTiff") == 0;
+    }
+    static CPLErr read_blocks(GDALRasterBand* band, const Window& w, int64_t r0, int64_t nr, GDALDataType as,
+                              std::byte* buf, GSpacing line_space) {
+        int bw = 0, bh = 0;
+        band->GetBlockSize(&bw, &bh);
+        const int64_t H = band->GetYSize(), W = band->GetXSize(), sz = GDALGetDataTypeSizeBytes(as);
+        std::vector<std::byte> block(static_cast<size_t>(int64_t{bw} * bh * sz));
+        for (int64_t br = r0 / bh; br * bh < r0 + nr; ++br) {
+            const int64_t y0 = std::max(r0, br * bh), y1 = std::min({r0 + nr, (br + 1) * bh, H});
+            for (int64_t bc = w.col0 / bw; bc * bw < w.col0 + w.cols; ++bc) {
+                if (band->ReadBlock(static_cast<int>(bc), static_cast<int>(br), block.data()) != CE_None) return CE_Failure;
+                const int64_t x0 = std::max(w.col0, bc * bw), x1 = std::min({w.col0 + w.cols, (bc + 1) * bw, W});
+                for (int64_t y = y0; y < y1; ++y)
+                    std::memcpy(buf + (y - r0) * line_space + (x0 - w.col0) * sz,
+                                block.data() + ((y - br * bh) * bw + (x0 - bc * bw)) * sz, static_cast<size_t>((x1 - x0) * sz));
+            }
+        }
+        return CE_None;
     }
 
     bool invalid_real(double v) const {
