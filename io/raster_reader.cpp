@@ -13,6 +13,7 @@
 #include <cmath>
 #include <complex>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -110,8 +111,14 @@ struct RasterReader::Impl {
     // A GeoTIFF band read in its own type: block by block through ReadBlock, past GDAL's block
     // cache (its lock and one more copy held 16 reading threads to about 2 GB/s at 32768², section
     // 7), with the driver's own checks (a truncated file fails as through RasterIO).
+    // TESSERA_READ_BLOCKS=0: through RasterIO and the cache (A/B studies).
     static bool by_blocks(GDALRasterBand* band, GDALDataType as, GSpacing pixel_space) {
+        static const bool off = [] {
+            const char* v = std::getenv("TESSERA_READ_BLOCKS");
+            return v && std::string(v) == "0";
+        }();
         GDALDataset* ds = band->GetDataset();
+        if (off) return false;
         return as == band->GetRasterDataType() && pixel_space == GDALGetDataTypeSizeBytes(as) && ds &&
                ds->GetDriver() && std::strcmp(ds->GetDriver()->GetDescription(), "GTiff") == 0;
     }

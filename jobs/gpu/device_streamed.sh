@@ -2,8 +2,8 @@
 # On the GPU host, from an unpacked bundle (issue 16): streamed runs of the CUDA backend.
 # 1. Bit identity: cuda in one piece, cuda in chunks (--gpu-memory-limit smaller than the
 #    scene), 2 ranks sharing the GPU in chunks, all against the CPU backend in one piece.
-# 2. End to end through GDAL and HDF5 (holes with coherence): in one piece (GDAL's direct
-#    GeoTIFF reads or its block cache) against streamed (the inputs kept from the first pass, or
+# 2. End to end through GDAL and HDF5 (holes with coherence): in one piece (GeoTIFF blocks read
+#    past GDAL's block cache, or through it) against streamed (the inputs kept from the first pass, or
 #    read in every pass; MODES_EXTRA="ENV=V OPTIONS;..." adds runs; MOSAIC_ENVS="ENV=V ..." runs the
 #    mosaic once per setting), seconds and Gpx/s, per stage.
 #   bash jobs/gpu/device_streamed.sh BUNDLE_DIR "16384 32768" [MOSAIC_ROWSxCOLS]
@@ -35,9 +35,9 @@ rm -f "$d"/*.h5
 for n in $sizes; do
   t0=$SECONDS; tessera synth --overwrite --case holes --size ${n}x${n} --seed 2 "$d" >/dev/null; echo "synth $n: $((SECONDS - t0)) s"
   in="--coherence $d/holes_coherence.tif --min-coherence 0.3 $d/holes_wrapped.tif"
-  # env: GTIFF_DIRECT_IO=NO reads through GDAL's block cache (tessera's default is YES);
+  # env: TESSERA_READ_BLOCKS=0 reads through RasterIO and GDAL's block cache (the default: block by block);
   # TESSERA_REREAD=1 reads the inputs in every pass instead of keeping them.
-  modes=("X=1 in-one-piece" "GTIFF_DIRECT_IO=NO in-one-piece" "X=1 --gpu-memory-limit 4G" "TESSERA_REREAD=1 --gpu-memory-limit 4G")
+  modes=("X=1 in-one-piece" "TESSERA_READ_BLOCKS=0 in-one-piece" "X=1 --gpu-memory-limit 4G" "TESSERA_REREAD=1 --gpu-memory-limit 4G")
   IFS=';' read -r -a more <<<"${MODES_EXTRA:-}"
   for mode in "${modes[@]}" "${more[@]}"; do
     [ -n "$mode" ] || continue
