@@ -176,6 +176,8 @@ def run_scene(tools, rows_out, scene, size, d, rows, cols, phase, coh, mask, gol
     score_coh = score_coh or coh
     a = tools.a
     for tool, binary in (("tessera after", a.after), ("tessera before", a.before), ("goldstein", None)):
+        if binary == "none":  # --before none: no earlier build to compare
+            continue
         tag = tool.replace(" ", "_")
         if binary:
             sec, unw, comps, res, status = tools.tessera(binary, d, tag, phase, rows, cols, coh, mask)
@@ -330,7 +332,9 @@ def main():
     ap.add_argument("--cases", nargs="+", default=CASES, choices=CASES)
     ap.add_argument("--no-gp", action="store_true", help="leave out the Ghiglia & Pritt scenes")
     ap.add_argument("--after", default=os.path.join(ROOT, "build", "tessera"))
-    ap.add_argument("--before", default="/work/before/tessera")
+    ap.add_argument("--before", default="/work/before/tessera", help="an earlier build, or none")
+    ap.add_argument("--seed-offset", type=int, default=0,
+                    help="added to every scene's seed: the same kinds of scene, other instances")
     ap.add_argument("--bench-build", default=os.path.join(ROOT, "build-bench"))
     ap.add_argument("--gp-dir", default=os.path.normpath(os.path.join(ROOT, "..", "shared", "bench_real_gp")))
     ap.add_argument("--scratch", default="/tmp")
@@ -342,7 +346,10 @@ def main():
     TIMEOUT = a.timeout
     if a.lake_sizes is None:
         a.lake_sizes = [n for n in a.sizes if n <= 2048]
-    a.after, a.before = os.path.abspath(a.after), os.path.abspath(a.before)
+    a.after = os.path.abspath(a.after)
+    a.before = a.before if a.before == "none" else os.path.abspath(a.before)
+    for k in SEEDS:
+        SEEDS[k] += a.seed_offset
     command = "python3 jobs/quality.py " + shlex.join(sys.argv[1:])  # (numpy: Debian's /usr/bin/python3)
     t_start = time.perf_counter()
     started = datetime.datetime.now(datetime.timezone.utc)
