@@ -45,31 +45,45 @@ void fold_valid(const RegionArrays& a, const uint8_t* valid, InputRanges& rg) {
 }
 
 // A raster of window w read kRowBlock rows at a time, the blocks on the host's threads for a
-// large window (each thread with its own reader from make_read(): GDAL handles are not shared);
-// fold(pixel index in a, value, the thread's ranges) per pixel; the ranges merged into rg. The
-// first failure (lowest block) is rethrown.
+// large window (each thread with its own reader from make_read(): GDAL handles are not shared),
+// cut into column pieces (on kPieceCols borders) where there are fewer row blocks than twice the
+// threads (a chunk's few); fold(pixel index in a, value, the thread's ranges) per pixel; the
+// ranges merged into rg. The first failure (lowest piece) is rethrown.
 template <class T, class MakeRead, class Fold>
 void fold_in_blocks(const Window& w, MakeRead&& make_read, Fold&& fold, InputRanges& rg) {
-    const int64_t blocks = (w.rows + kRowBlock - 1) / kRowBlock;
-    const int threads = w.size() >= (int64_t{1} << 22) ? static_cast<int>(std::min<int64_t>(blocks, omp_get_max_threads())) : 1;
+    constexpr int64_t kPieceCols = 256;  // GeoTIFF's usual block width: few blocks read twice
+    const int64_t blocks = (w.rows + kRowBlock - 1) / kRowBlock, nt = omp_get_max_threads();
+    const bool parallel = w.size() >= (int64_t{1} << 22) && nt > 1;
+    const int64_t parts =
+        parallel && blocks < 2 * nt ? std::clamp<int64_t>((2 * nt + blocks - 1) / blocks, 1, (w.cols + kPieceCols - 1) / kPieceCols) : 1;
+    const int64_t width = (w.cols + parts - 1) / parts;
+    auto col = [&](int64_t j) {  // piece j's first column, window-relative
+        if (j <= 0) return int64_t{0};
+        if (j >= parts) return w.cols;
+        return std::min(w.cols, (w.col0 + j * width + kPieceCols - 1) / kPieceCols * kPieceCols - w.col0);
+    };
+    const int64_t items = blocks * parts;
+    const int threads = parallel ? static_cast<int>(std::min<int64_t>(items, nt)) : 1;
     std::mutex mu;
-    int64_t failed_at = blocks;
+    int64_t failed_at = items;
     std::exception_ptr failure;
 #pragma omp parallel num_threads(threads)
     {
         InputRanges mine;
         try {
             auto read = make_read();
-            std::vector<T> buf(static_cast<size_t>(kRowBlock * w.cols));
+            std::vector<T> buf(static_cast<size_t>(kRowBlock * (col(1) - col(0) + kPieceCols)));
 #pragma omp for schedule(dynamic)
-            for (int64_t k = 0; k < blocks; ++k) {
-                const int64_t r = w.row0 + k * kRowBlock;
-                const Window b{r, w.col0, std::min(kRowBlock, w.row0 + w.rows - r), w.cols};
+            for (int64_t k = 0; k < items; ++k) {
+                const int64_t r = w.row0 + (k / parts) * kRowBlock, c0 = col(k % parts), c1 = col(k % parts + 1);
+                const Window b{r, w.col0 + c0, std::min(kRowBlock, w.row0 + w.rows - r), c1 - c0};
+                if (b.cols <= 0) continue;
                 try {
+                    buf.resize(static_cast<size_t>(std::max<int64_t>(static_cast<int64_t>(buf.size()), b.size())));
                     read(b, buf.data());
                     for (int64_t i = 0; i < b.rows; ++i)
                         for (int64_t j = 0; j < b.cols; ++j)
-                            fold((r - w.row0 + i) * w.cols + j, buf[static_cast<size_t>(i * b.cols + j)], mine);
+                            fold((r - w.row0 + i) * w.cols + c0 + j, buf[static_cast<size_t>(i * b.cols + j)], mine);
                 } catch (...) {
                     std::lock_guard<std::mutex> lock(mu);
                     if (k < failed_at) failed_at = k, failure = std::current_exception();
@@ -125,7 +139,7 @@ public:
             fold_in_blocks<uint8_t>(
                 w,
                 [&] {
-                    return [&, m = RasterReader(mask_, mask_band_)](const Window& b, uint8_t* buf) { m.read_mask(b, buf, w.cols); };
+                    return [&, m = RasterReader(mask_, mask_band_)](const Window& b, uint8_t* buf) { m.read_mask(b, buf, b.cols); };
                 },
                 [&](int64_t p, uint8_t m, InputRanges&) {
                     if (!m) mark_invalid(a, p);
@@ -136,7 +150,7 @@ public:
                 w,
                 [&] {
                     return [&, c = RasterReader(coherence_, coherence_band_)](const Window& b, float* buf) {
-                        c.read_float(b, buf, w.cols);
+                        c.read_float(b, buf, b.cols);
                     };
                 },
                 [&](int64_t p, float g, InputRanges& mine) { fold_coherence(a, p, g, thr_, mine); }, rg);

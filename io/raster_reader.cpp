@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <complex>
@@ -79,7 +80,7 @@ struct RasterReader::Impl {
     GDALDatasetUniquePtr ds;
     GDALRasterBand* band = nullptr;
     GDALDataType type = GDT_Unknown;
-    int block_rows = 1;
+    int block_rows = 1, block_cols = 1;
     bool has_nodata = false;
     bool nodata_finite = false;  // a NaN/Inf nodata is covered by the NaN/Inf rule
     double nodata = 0.0;
@@ -207,7 +208,7 @@ RasterReader::RasterReader(const std::string& path, int band) : path_(path), ban
     }
     int bx = 0, by = 0;
     impl_->band->GetBlockSize(&bx, &by);
-    impl_->block_rows = std::max(1, by);
+    impl_->block_rows = std::max(1, by), impl_->block_cols = std::max(1, bx);
 
     info_.rows = ds.GetRasterYSize();
     info_.cols = ds.GetRasterXSize();
@@ -270,28 +271,47 @@ void check_window(const std::string& path, const RasterInfo& info, const Window&
 
 namespace {
 
-// Strips of a window read on the host's threads (large windows only): GDAL handles are not
-// shared across threads, so each thread but the first opens the file again. fn(band, r0, nr)
-// gets window-relative rows [r0, r0 + nr); the first failure (lowest strip) is rethrown.
-constexpr int64_t kParallelReadMinPixels = int64_t{1} << 26;  // 8192² and up
+// Pieces of a window read on the host's threads (windows of 4 Mi pixels or more): GDAL handles are
+// not shared across threads, so each thread but the first opens the file again. Strips of `sr` rows,
+// cut into pieces of whole blocks (`block_cols` wide) where there are fewer strips than twice the
+// threads (a chunk's few block rows): fn(band, piece, r0, nr, c0) gets window-relative rows
+// [r0, r0 + nr) and columns from c0 (piece: the window's columns of the piece, all its rows); done(r0, nr)
+// follows a strip's last piece. The first failure (lowest piece) is rethrown.
+constexpr int64_t kParallelReadMinPixels = int64_t{1} << 22;
 
 template <class Fn>
-void for_each_strip(const std::string& path, int band_no, GDALRasterBand* band0, const Window& w, int64_t sr, Fn&& fn,
-                    const RowsDone& done) {
-    auto strip = [&](GDALRasterBand* band, int64_t r0, int64_t nr) {
-        fn(band, r0, nr);
-        if (done) done(r0, nr);
-    };
+void for_each_strip(const std::string& path, int band_no, GDALRasterBand* band0, const Window& w, int64_t sr,
+                    int64_t block_cols, Fn&& fn, const RowsDone& done) {
     const int64_t strips = (w.rows + sr - 1) / sr;
-    const int threads = w.rows * w.cols >= kParallelReadMinPixels
-                            ? static_cast<int>(std::min<int64_t>(strips, omp_get_max_threads()))
-                            : 1;
+    const bool parallel = w.rows * w.cols >= kParallelReadMinPixels && omp_get_max_threads() > 1;
+    const int64_t T = omp_get_max_threads(), bw = std::max<int64_t>(1, block_cols);
+    const int64_t parts = parallel && strips < 2 * T && bw < w.cols
+                              ? std::min((2 * T + strips - 1) / strips, (w.cols + bw - 1) / bw)
+                              : 1;
+    // Piece j's first column (window-relative), on a block border of the raster.
+    const int64_t width = (w.cols + parts - 1) / parts;
+    auto col = [&](int64_t j) {
+        if (j <= 0) return int64_t{0};
+        if (j >= parts) return w.cols;
+        const int64_t abs = w.col0 + j * width;
+        return std::min(w.cols, (abs + bw - 1) / bw * bw - w.col0);
+    };
+    std::vector<std::atomic<int64_t>> left(static_cast<size_t>(strips));
+    for (auto& x : left) x = parts;
+    auto piece = [&](GDALRasterBand* band, int64_t k) {
+        const int64_t s = k / parts, j = k % parts, r0 = s * sr, nr = std::min(sr, w.rows - r0);
+        const int64_t c0 = col(j), c1 = col(j + 1);
+        if (c1 > c0) fn(band, Window{w.row0, w.col0 + c0, w.rows, c1 - c0}, r0, nr, c0);
+        if (--left[static_cast<size_t>(s)] == 0 && done) done(r0, nr);
+    };
+    const int64_t items = strips * parts;
+    const int threads = parallel ? static_cast<int>(std::min<int64_t>(items, T)) : 1;
     if (threads <= 1) {
-        for (int64_t k = 0; k < strips; ++k) strip(band0, k * sr, std::min(sr, w.rows - k * sr));
+        for (int64_t k = 0; k < items; ++k) piece(band0, k);
         return;
     }
     std::mutex mu;
-    int64_t failed_at = strips;
+    int64_t failed_at = items;
     std::exception_ptr failure;
 #pragma omp parallel num_threads(threads)
     {
@@ -310,10 +330,10 @@ void for_each_strip(const std::string& path, int band_no, GDALRasterBand* band0,
             band = nullptr;
         }
 #pragma omp for schedule(dynamic)
-        for (int64_t k = 0; k < strips; ++k) {
+        for (int64_t k = 0; k < items; ++k) {
             if (!band) continue;
             try {
-                strip(band, k * sr, std::min(sr, w.rows - k * sr));
+                piece(band, k);
             } catch (...) {
                 std::lock_guard<std::mutex> lock(mu);
                 if (k < failed_at) failed_at = k, failure = std::current_exception();
@@ -338,23 +358,24 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
         // CFloat64 so that tiny magnitudes do not flush to 0+0i. Nodata (GDAL convention)
         // applies to the real part.
         const bool wide = im.type == GDT_CInt32 || im.type == GDT_CFloat64;
-        for_each_strip(path_, band_, im.band, w, strip_rows(wc, im.block_rows),
-                       [&](GDALRasterBand* band, int64_t r0, int64_t nr) {
-            const int64_t n = nr * wc;
+        for_each_strip(path_, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
+                       [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
+            const int64_t pc = pw.cols;
+            const int64_t n = nr * pc;
             std::vector<float> buf32;
             std::vector<double> buf64;
             if (wide) {
                 buf64.resize(static_cast<size_t>(2 * n));
-                Impl::read_from(band, path_, w, w.row0 + r0, nr, GDT_CFloat64, buf64.data(), 16, wc * 16);
+                Impl::read_from(band, path_, pw, w.row0 + r0, nr, GDT_CFloat64, buf64.data(), 16, pc * 16);
             } else {
                 buf32.resize(static_cast<size_t>(2 * n));
-                Impl::read_from(band, path_, w, w.row0 + r0, nr, GDT_CFloat32, buf32.data(), 8, wc * 8);
+                Impl::read_from(band, path_, pw, w.row0 + r0, nr, GDT_CFloat32, buf32.data(), 8, pc * 8);
             }
             for (int64_t r = 0; r < nr; ++r) {
-                float* ph = phase + (r0 + r) * stride;
-                uint8_t* va = valid + (r0 + r) * stride;
-                for (int64_t c = 0; c < wc; ++c) {
-                    const int64_t i = r * wc + c;
+                float* ph = phase + (r0 + r) * stride + c0;
+                uint8_t* va = valid + (r0 + r) * stride + c0;
+                for (int64_t c = 0; c < pc; ++c) {
+                    const int64_t i = r * pc + c;
                     double re, imv;
                     if (wide) {
                         re = buf64[2 * i];
@@ -382,14 +403,15 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
 
     if (exact_in_float(im.type)) {
         // Straight into the caller's buffer, then fix invalid pixels in place.
-        for_each_strip(path_, band_, im.band, w, strip_rows(wc, im.block_rows),
-                       [&](GDALRasterBand* band, int64_t r0, int64_t nr) {
-            Impl::read_from(band, path_, w, w.row0 + r0, nr, GDT_Float32, phase + r0 * stride, sizeof(float),
+        for_each_strip(path_, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
+                       [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
+            const int64_t pc = pw.cols;
+            Impl::read_from(band, path_, pw, w.row0 + r0, nr, GDT_Float32, phase + r0 * stride + c0, sizeof(float),
                             stride * static_cast<GSpacing>(sizeof(float)));
             for (int64_t r = r0; r < r0 + nr; ++r) {
-                float* ph = phase + r * stride;
-                uint8_t* va = valid + r * stride;
-                for (int64_t c = 0; c < wc; ++c) {
+                float* ph = phase + r * stride + c0;
+                uint8_t* va = valid + r * stride + c0;
+                for (int64_t c = 0; c < pc; ++c) {
                     const bool bad = im.invalid_real_f(ph[c]);
                     va[c] = bad ? 0 : 1;
                     if (bad) ph[c] = 0.0f;
@@ -400,15 +422,16 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
     }
 
     // Int32, UInt32, Float64: compare with nodata in double, then narrow.
-    for_each_strip(path_, band_, im.band, w, strip_rows(wc, im.block_rows),
-                   [&](GDALRasterBand* band, int64_t r0, int64_t nr) {
-        std::vector<double> buf(static_cast<size_t>(nr * wc));
-        Impl::read_from(band, path_, w, w.row0 + r0, nr, GDT_Float64, buf.data(), 8, wc * 8);
+    for_each_strip(path_, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
+                   [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
+            const int64_t pc = pw.cols;
+        std::vector<double> buf(static_cast<size_t>(nr * pc));
+        Impl::read_from(band, path_, pw, w.row0 + r0, nr, GDT_Float64, buf.data(), 8, pc * 8);
         for (int64_t r = 0; r < nr; ++r) {
-            float* ph = phase + (r0 + r) * stride;
-            uint8_t* va = valid + (r0 + r) * stride;
-            for (int64_t c = 0; c < wc; ++c) {
-                const double v = buf[static_cast<size_t>(r * wc + c)];
+            float* ph = phase + (r0 + r) * stride + c0;
+            uint8_t* va = valid + (r0 + r) * stride + c0;
+            for (int64_t c = 0; c < pc; ++c) {
+                const double v = buf[static_cast<size_t>(r * pc + c)];
                 const bool bad = im.invalid_real(v);
                 va[c] = bad ? 0 : 1;
                 ph[c] = bad ? 0.0f : static_cast<float>(v);

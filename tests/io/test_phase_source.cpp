@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <gdal_priv.h>
+#include <omp.h>
 
 #include <cmath>
 #include <complex>
@@ -27,10 +28,12 @@ namespace {
 
 template <class T>
 void write_raster(const std::string& path, int64_t H, int64_t W, GDALDataType type, const T* data,
-                  std::optional<double> nodata = std::nullopt) {
+                  std::optional<double> nodata = std::nullopt, bool tiled = false) {
     register_gdal_once();
     GDALDriver* drv = GetGDALDriverManager()->GetDriverByName("GTiff");
-    GDALDataset* ds = drv->Create(path.c_str(), static_cast<int>(W), static_cast<int>(H), 1, type, nullptr);
+    const char* tiles[] = {"TILED=YES", "BLOCKXSIZE=256", "BLOCKYSIZE=256", nullptr};
+    GDALDataset* ds = drv->Create(path.c_str(), static_cast<int>(W), static_cast<int>(H), 1, type,
+                                  tiled ? const_cast<char**>(tiles) : nullptr);
     ASSERT_NE(ds, nullptr);
     if (nodata) ds->GetRasterBand(1)->SetNoDataValue(*nodata);
     ASSERT_EQ(ds->GetRasterBand(1)->RasterIO(GF_Write, 0, 0, static_cast<int>(W), static_cast<int>(H),
@@ -104,6 +107,46 @@ TEST_F(PhaseSources, MemoryFoldsAsGdalBitForBit) {
                     ASSERT_EQ(b.phase[i], 0.0f);
                 }
         }
+}
+
+// A window of few block rows read by many threads (a chunk's: strips cut into column pieces,
+// io/raster_reader.cpp and the coherence and mask blocks likewise) folds as the arrays in memory do.
+TEST(PhaseSourcePieces, ManyThreadsOnFewBlockRowsFoldAsMemory) {
+    testing::TempDir dir{"phase_pieces"};
+    const int64_t H = 600, W = 8192;  // 4.9 Mpx: read on threads; 3 block rows of 256
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<float> u(-3.14f, 3.14f), g(0.0f, 1.0f);
+    const size_t n = static_cast<size_t>(H * W);
+    std::vector<float> phase(n), coh(n);
+    std::vector<std::complex<float>> ifg(n);
+    std::vector<uint8_t> mask(n);
+    for (size_t i = 0; i < n; ++i) {
+        phase[i] = i % 997 == 3 ? std::nanf("") : u(rng);
+        coh[i] = i % 89 == 5 ? std::nanf("") : g(rng);
+        ifg[i] = i % 991 == 1 ? std::complex<float>(0, 0) : std::polar(g(rng) + 0.01f, u(rng));
+        mask[i] = i % 79 == 2 ? 0 : 1;
+    }
+    write_raster(dir / "phase.tif", H, W, GDT_Float32, phase.data(), std::nullopt, true);
+    write_raster(dir / "coh.tif", H, W, GDT_Float32, coh.data(), std::nullopt, true);
+    write_raster(dir / "ifg.tif", H, W, GDT_CFloat32, ifg.data(), std::nullopt, true);
+    write_raster(dir / "mask.tif", H, W, GDT_Byte, mask.data(), std::nullopt, true);
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(8);
+    for (bool complex : {false, true}) {
+        const Window w{3, 5, 590, 8180};  // off the block borders
+        const auto gdal = gdal_phase_source(dir / (complex ? "ifg.tif" : "phase.tif"), 1, dir / "coh.tif",
+                                            dir / "mask.tif", 0.4f);
+        MemoryInput mi;
+        mi.H = H, mi.W = W;
+        if (complex) mi.ifg = ifg; else mi.phase = phase;
+        mi.coherence = coh, mi.mask = mask, mi.min_coherence = 0.4f;
+        const Filled a = fill(*gdal, w), b = fill(*memory_phase_source(mi), w);
+        EXPECT_EQ(std::memcmp(a.phase.data(), b.phase.data(), a.phase.size() * 4), 0) << complex;
+        EXPECT_EQ(a.flags, b.flags) << complex;
+        EXPECT_EQ(a.rg.coh_lo, b.rg.coh_lo);
+        EXPECT_EQ(a.rg.coh_hi, b.rg.coh_hi);
+    }
+    omp_set_num_threads(threads);
 }
 
 // Float64 and complex128 arrays, with a nodata value, fold as GDAL bands of those types do
