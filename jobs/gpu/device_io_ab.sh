@@ -15,8 +15,9 @@ for round in 1 2; do
   for exe in tessera_before tessera; do
     for mode in "in-one-piece" "--gpu-memory-limit 4G"; do
       extra=$mode; [ "$mode" = in-one-piece ] && extra=
-      $exe unwrap --backend cuda --tile-size 1024 $extra $in "$d/$exe.h5" --overwrite 2>&1 |
-        grep -E "^tessera: (read|residues|matching|union_find|apply|write) +[0-9]|Mpixel" | tr -s ' ' | tr '\n' ';'
+      rm -f "$d/$exe.h5"  # a new file each run (replacing one costs ext4's flush at the rename)
+      TESSERA_TRACE=1 $exe unwrap --backend cuda --tile-size 1024 $extra $in "$d/$exe.h5" 2>&1 |
+        grep -E "^tessera: (read|residues|matching|union_find|apply|write) +[0-9]|chunks/|Mpixel" | tr -s ' ' | tr '\n' ';'
       echo " <- $exe $mode round $round"
     done
   done
