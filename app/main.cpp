@@ -141,7 +141,8 @@ void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& 
 
 int main(int argc, char** argv) {
     tessera::prefer_lone_process_transports();
-    MPI_Init(&argc, &argv);
+    int provided = 0;  // calls from any thread, one at a time: a streamed run's writes (section 5.1)
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     // SIGINT / SIGTERM / SIGHUP remove this process's temporaries and end it (after MPI_Init,
     // so that these handlers are the ones in place).
     tessera::install_signal_cleanup();

@@ -24,6 +24,13 @@ bool start_mpi_if_needed() {
     return true;
 }
 
+bool mpi_calls_from_any_thread() {
+    int started = 0, level = MPI_THREAD_SINGLE;
+    MPI_Initialized(&started);
+    if (started) MPI_Query_thread(&level);
+    return started && level >= MPI_THREAD_SERIALIZED;
+}
+
 void finalize_mpi() {
     int ended = 0;
     MPI_Finalized(&ended);

@@ -15,5 +15,7 @@ void prefer_lone_process_transports();
 bool start_mpi_if_needed();
 // Ends MPI unless it has ended already.
 void finalize_mpi();
+// Whether MPI may be called from any thread, one at a time (MPI_THREAD_SERIALIZED or more).
+bool mpi_calls_from_any_thread();
 
 }  // namespace tessera

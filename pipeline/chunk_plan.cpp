@@ -8,11 +8,11 @@
 
 namespace tessera {
 
-ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles, bool scratch) {
-    // Two chunks' arrays (phase 4, flags 1, labels 4, k 4): the next one is read ahead; on the
-    // CPU the Region's own beside them (union-find words, tile scratch: 18, measured from the
-    // peak RSS against the chunk height at 4096^2).
-    const int64_t arrays = 2 * (4 + 1 + 4 + (cycles ? 4 : 0));
+ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles, bool scratch, bool write_behind) {
+    // Two chunks' arrays (phase 4, flags 1, labels 4, k 4): the next one is read ahead (and a
+    // third being written, with write_behind); on the CPU the Region's own beside them
+    // (union-find words, tile scratch: 18, measured from the peak RSS against the chunk height at 4096^2).
+    const int64_t arrays = (write_behind ? 3 : 2) * (4 + 1 + 4 + (cycles ? 4 : 0));
     const int64_t words = scratch ? kScratchOwnBytes : 0;
     return cuda ? ChunkBytes{arrays + 2 * words, 24} : ChunkBytes{arrays + 18 + words, 0};
 }
@@ -24,7 +24,7 @@ ChunkBytes in_core_bytes_per_pixel(bool cuda, bool cycles) {
 Plan make_plan(const PlanRequest& req, const std::string& input) {
     Plan plan;
     plan.grid = make_rank_grid(TileGrid(req.H, req.W, req.tile), req.ranks, req.rank_grid, input);
-    const ChunkBytes per = chunk_bytes_per_pixel(req.cuda, req.cycles, req.scratch);
+    const ChunkBytes per = chunk_bytes_per_pixel(req.cuda, req.cycles, req.scratch, req.write_behind);
     // The largest rank window decides: every rank takes chunks of the same tile rows.
     int64_t max_rows = 0, max_cols = 0;  // own rows, buffer columns
     for (int r = 0; r < plan.grid.size(); ++r)
@@ -100,6 +100,7 @@ Plan make_plan(const PlanRequest& req, const std::string& input) {
     }
     plan.chunks = (trows + plan.tile_rows - 1) / plan.tile_rows;
     plan.passes = 3;
+    plan.write_behind = req.write_behind;
     plan.host_bytes = chunk_px(plan.tile_rows) * per.host + plan.kept_bytes;
     plan.device_bytes = chunk_px(plan.tile_rows) * per.device;
     plan.reads = plan.inputs_kept ? 1 : 3;

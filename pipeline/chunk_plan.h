@@ -18,7 +18,8 @@ struct ChunkBytes {
 };
 // With --scratch the host also holds the union-find words (8) of the chunk read ahead in the third
 // pass, and on the CUDA backend those of the chunk going up (the CPU Region's own counts those).
-ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles, bool scratch = false);
+// With write_behind a third chunk's arrays: the one being written while the next is worked on.
+ChunkBytes chunk_bytes_per_pixel(bool cuda, bool cycles, bool scratch = false, bool write_behind = false);
 // Bytes a rank holds per pixel of its buffer window in one piece (section 8): the arrays
 // (phase 4, flags 1, labels 4, valid 1, k 4 when kept) and the stages' own, at most 16.
 ChunkBytes in_core_bytes_per_pixel(bool cuda, bool cycles);
@@ -36,6 +37,7 @@ struct PlanRequest {
     int64_t chunk_rows = 0;      // > 0: chunks of this many pixel rows (whole tiles, at least one), whatever the limits
     bool scratch = false;        // --scratch: a streamed run's third pass reads a scratch file, not the inputs
     bool keep_inputs = true;     // a streamed run may keep its inputs as read in host memory (section 5.1)
+    bool write_behind = false;   // a streamed run writes chunk i while it works on chunk i + 1 (section 5.1)
 };
 
 struct Plan {
@@ -53,6 +55,7 @@ struct Plan {
     // the input is read once. kept_bytes: the largest rank's (in host_bytes).
     bool inputs_kept = false;
     int64_t kept_bytes = 0;
+    bool write_behind = false;   // PlanRequest::write_behind, for a streamed run (in host_bytes)
     // The window in one piece when it fits both limits; otherwise chunks (even one: a chunked
     // run holds fewer bytes a pixel than a run in one piece).
     bool streamed = false;

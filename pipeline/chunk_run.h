@@ -39,6 +39,10 @@ struct ChunkRun {
     // Plan::inputs_kept: pass 1 keeps each chunk's phase and flags as filled, and passes 2 and 3
     // take them from there instead of filling again (ahead, whatever read_ahead says).
     bool keep_inputs = false;
+    // The sink of chunk i on a thread of its own while chunk i + 1 is worked on (three chunks'
+    // arrays at once: PlanRequest::write_behind), the sink's calls one at a time and in order.
+    // Only where MPI may be called from any thread (the sink's writes are collective).
+    bool write_behind = false;
     // --scratch: pass 2 writes each chunk's phase, flags and union-find here, and pass 3 reads
     // them back instead of filling from the inputs (ahead, whatever read_ahead says).
     ScratchFile* scratch = nullptr;

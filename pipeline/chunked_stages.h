@@ -6,6 +6,7 @@
 // bit for bit unwrap_region's on the whole window, for any chunk height.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -194,7 +195,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     // TESSERA_TRACE: each pass's time waiting for loads and working on chunks, on stderr.
     int pass_no = 0;
     double regions_ms = 0;  // of `worked`: the Regions' construction (uploads, page-locking)
-    double sink_ms = 0;     // of `worked`: the sink's writes
+    std::atomic<double> sink_ms = 0;  // the sink's writes (of `worked`, or beside it with write_behind)
     auto each_chunk = [&](bool ahead_ok, auto&& load, auto&& use) {
         std::future<decltype(load(int64_t{0}))> ahead;
         Lap lap;
@@ -210,33 +211,35 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         if (trace_on())
             std::fprintf(stderr, "tessera: chunks/pass %d: waited for loads %9.1f ms, worked %9.1f ms (regions made %9.1f, "
                          "written %9.1f), %lld chunks\n",
-                         pass_no, waited, worked, regions_ms, sink_ms, static_cast<long long>(n_chunks));
+                         pass_no, waited, worked, regions_ms, sink_ms.load(), static_cast<long long>(n_chunks));
         regions_ms = sink_ms = 0;
     };
-    // One pass: each chunk filled from the inputs (or what pass 1 kept of them) and worked on by
-    // body(i, region, arrays).
+    // Pass `now`'s load of chunk i: filled from the inputs, or from what pass 1 kept of them.
+    auto load_for = [&](int now) {
+        return [&, now](int64_t i) {
+            const size_t at = static_cast<size_t>(i);
+            if (run.keep_inputs && now == 3) return arrays(i, std::move(kept[at]));
+            auto ca = arrays(i);
+            if (run.keep_inputs && now == 2) {
+                chunked::copy_input(*kept[at], ca->a);
+                return ca;
+            }
+            fill(ca->a);
+            if (run.keep_inputs) kept[at] = std::make_unique<chunked::KeptInput>(ca->a);
+            return ca;
+        };
+    };
+    // Copies of kept inputs may run beside the sink; fills only where read_ahead says.
+    auto ahead_for = [&](int now) { return run.read_ahead || (run.keep_inputs && now > 1); };
+    // One pass: each chunk loaded and worked on by body(i, region, arrays).
     auto pass = [&](auto&& body) {
         const int now = pass_no + 1;
-        each_chunk(
-            run.read_ahead || (run.keep_inputs && now > 1),  // copies of kept inputs may run beside the sink
-            [&](int64_t i) {
-                const size_t at = static_cast<size_t>(i);
-                if (run.keep_inputs && now == 3) return arrays(i, std::move(kept[at]));
-                auto ca = arrays(i);
-                if (run.keep_inputs && now == 2) {
-                    chunked::copy_input(*kept[at], ca->a);
-                    return ca;
-                }
-                fill(ca->a);
-                if (run.keep_inputs) kept[at] = std::make_unique<chunked::KeptInput>(ca->a);
-                return ca;
-            },
-            [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
-                Lap made;
-                Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
-                regions_ms += made.next_ms();
-                body(i, region, ca->a);
-            });
+        each_chunk(ahead_for(now), load_for(now), [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
+            Lap made;
+            Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
+            regions_ms += made.next_ms();
+            body(i, region, ca->a);
+        });
     };
     // --scratch (section 5.1): pass 2 keeps each chunk's state in it, pass 3 reads it back
     // instead of filling from the inputs and running the union-find again.
@@ -325,31 +328,52 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     stage("offset_solve");
 
     // Pass 3: the same cuts and union-find again (or their state from the scratch), then each
-    // chunk's share of the assignment.
+    // chunk's share of the assignment, handed to the sink once its Region is gone. With
+    // run.write_behind the sink runs on a thread of its own while the next chunk is worked on:
+    // one sink call at a time, in chunk order (the writes are collective).
     const auto& recs = comps.records;
-    auto apply_chunk = [&](int64_t i, Region& region, const RegionArrays& a) {
-            const Window& cw = chunks[static_cast<size_t>(i)];
-            auto below = [&](int64_t row) {
-                return static_cast<size_t>(std::lower_bound(recs.begin(), recs.end(), row * W,
-                                                            [](const ComponentRecord& x, int64_t v) { return x.root < v; }) -
-                                           recs.begin());
-            };
-            const size_t b = below(cw.row0), e = below(cw.row0 + cw.rows);
-            region.apply(ComponentAssignment{std::span(recs).subspan(b, e - b), std::span(g.offset).subspan(b, e - b),
-                                             std::span(g.label).subspan(b, e - b), st.label_bytes});
-            region.finish();
+    auto apply_chunk = [&](int64_t i, Region& region) {
+        const Window& cw = chunks[static_cast<size_t>(i)];
+        auto below = [&](int64_t row) {
+            return static_cast<size_t>(std::lower_bound(recs.begin(), recs.end(), row * W,
+                                                        [](const ComponentRecord& x, int64_t v) { return x.root < v; }) -
+                                       recs.begin());
+        };
+        const size_t b = below(cw.row0), e = below(cw.row0 + cw.rows);
+        region.apply(ComponentAssignment{std::span(recs).subspan(b, e - b), std::span(g.offset).subspan(b, e - b),
+                                         std::span(g.label).subspan(b, e - b), st.label_bytes});
+        region.finish();
+    };
+    std::future<void> writing;  // the chunk being written (write_behind)
+    auto written = [&] {
+        if (writing.valid()) writing.get();  // a sink's failure surfaces here
+    };
+    auto hand_on = [&](int64_t i, std::unique_ptr<chunked::ChunkArrays> ca) {
+        written();
+        auto write = [&, i, ca = std::move(ca)] {
             Lap wrote;
-            sink(a, cw, st.label_bytes);
+            sink(ca->a, chunks[static_cast<size_t>(i)], st.label_bytes);
             sink_ms += wrote.next_ms();
             run.chunk_done(3, i + 1, n_chunks);
         };
+        if (run.write_behind)
+            writing = std::async(std::launch::async, std::move(write));
+        else
+            write();
+    };
     const Window no_rows{own.row0 + own.rows, own.col0, 0, own.cols};
     if (run.scratch) kept.clear();  // pass 3 reads the scratch
     if (!run.scratch) {
-        pass([&](int64_t i, Region& region, const RegionArrays& a) {
-            region.place_cuts(cuts);
-            (void)region.union_find();
-            apply_chunk(i, region, a);
+        each_chunk(ahead_for(3), load_for(3), [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
+            {
+                Lap made;
+                Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
+                regions_ms += made.next_ms();
+                region.place_cuts(cuts);
+                (void)region.union_find();
+                apply_chunk(i, region);
+            }
+            hand_on(i, std::move(ca));
         });
     } else {
         struct Restored {
@@ -372,14 +396,19 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             },
             [&](int64_t i, Restored& r) {
                 if (!r.ok) {  // the sink's round still taken (collective writes); agreed on below
+                    written();
                     sink(RegionArrays{}, no_rows, st.label_bytes);
                     return run.chunk_done(3, i + 1, n_chunks);
                 }
-                Region region(r.ca->a, chunks[static_cast<size_t>(i)], tiles);
-                region.restore_union_find(std::move(r.uf));
-                apply_chunk(i, region, r.ca->a);
+                {
+                    Region region(r.ca->a, chunks[static_cast<size_t>(i)], tiles);
+                    region.restore_union_find(std::move(r.uf));
+                    apply_chunk(i, region);
+                }
+                hand_on(i, std::move(r.ca));
             });
     }
+    written();
     for (int64_t i = n_chunks; i < rounds; ++i) sink(RegionArrays{}, no_rows, st.label_bytes);
     if (run.scratch) scratch_error.agree(comm);  // after every rank's last sink round
     stage("apply");

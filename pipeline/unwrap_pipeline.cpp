@@ -42,6 +42,7 @@
 #include "pipeline/result_attributes.h"
 #include "pipeline/unwrap_region.h"
 #include "partition/comm.h"
+#include "partition/mpi_process.h"
 #include "partition/rank_grid.h"
 
 namespace tessera {
@@ -536,6 +537,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         // GDAL reading through the HDF5 library must not run beside the result's HDF5 writes.
         run.scratch = scratch.get();
         run.keep_inputs = plan.inputs_kept;
+        run.write_behind = plan.write_behind;
         run.read_ahead = !driver_uses_hdf5(info.driver) &&
                          (opt.coherence.empty() || !driver_uses_hdf5(RasterReader(opt.coherence, 1).info().driver)) &&
                          (opt.mask.empty() || !driver_uses_hdf5(RasterReader(opt.mask, 1).info().driver));
@@ -592,6 +594,9 @@ PlanRequest plan_request(const UnwrapOptions& opt, const RasterInfo& info, int r
     // TESSERA_REREAD=1: a streamed run reads its inputs in every pass (A/B studies, tests; section 5.1).
     const char* reread = std::getenv("TESSERA_REREAD");
     q.keep_inputs = !(reread && std::string(reread) == "1");
+    // TESSERA_WRITE_BEHIND=0: a streamed run writes each chunk before it works on the next (A/B).
+    const char* behind = std::getenv("TESSERA_WRITE_BEHIND");
+    q.write_behind = mpi_calls_from_any_thread() && !(behind && std::string(behind) == "0");
     return q;
 }
 
