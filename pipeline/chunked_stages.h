@@ -364,7 +364,12 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     const Window no_rows{own.row0 + own.rows, own.col0, 0, own.cols};
     if (run.scratch) kept.clear();  // pass 3 reads the scratch
     if (!run.scratch) {
-        each_chunk(ahead_for(3), load_for(3), [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
+        // A fill that may not run beside the sink (read_ahead off: the HDF5 library) waits for the write.
+        auto load = [&, inner = load_for(3)](int64_t i) {
+            if (!ahead_for(3)) written();
+            return inner(i);
+        };
+        each_chunk(ahead_for(3), load, [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
             {
                 Lap made;
                 Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
