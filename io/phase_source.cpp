@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "io/column_pieces.h"
 #include "kernels/host_buffer.h"
 
 namespace tessera {
@@ -54,14 +55,8 @@ void fold_in_blocks(const Window& w, MakeRead&& make_read, Fold&& fold, InputRan
     constexpr int64_t kPieceCols = 256;  // GeoTIFF's usual block width: few blocks read twice
     const int64_t blocks = (w.rows + kRowBlock - 1) / kRowBlock, nt = omp_get_max_threads();
     const bool parallel = w.size() >= (int64_t{1} << 22) && nt > 1;
-    const int64_t parts =
-        parallel && blocks < 2 * nt ? std::clamp<int64_t>((2 * nt + blocks - 1) / blocks, 1, (w.cols + kPieceCols - 1) / kPieceCols) : 1;
-    const int64_t width = (w.cols + parts - 1) / parts;
-    auto col = [&](int64_t j) {  // piece j's first column, window-relative
-        if (j <= 0) return int64_t{0};
-        if (j >= parts) return w.cols;
-        return std::min(w.cols, (w.col0 + j * width + kPieceCols - 1) / kPieceCols * kPieceCols - w.col0);
-    };
+    const ColumnPieces pieces(w, blocks, nt, kPieceCols, parallel);
+    const int64_t parts = pieces.parts();
     const int64_t items = blocks * parts;
     const int threads = parallel ? static_cast<int>(std::min<int64_t>(items, nt)) : 1;
     std::mutex mu;
@@ -72,10 +67,10 @@ void fold_in_blocks(const Window& w, MakeRead&& make_read, Fold&& fold, InputRan
         InputRanges mine;
         try {
             auto read = make_read();
-            std::vector<T> buf(static_cast<size_t>(kRowBlock * (col(1) - col(0) + kPieceCols)));
+            std::vector<T> buf(static_cast<size_t>(kRowBlock * (pieces.begin(1) + kPieceCols)));
 #pragma omp for schedule(dynamic)
             for (int64_t k = 0; k < items; ++k) {
-                const int64_t r = w.row0 + (k / parts) * kRowBlock, c0 = col(k % parts), c1 = col(k % parts + 1);
+                const int64_t r = w.row0 + (k / parts) * kRowBlock, c0 = pieces.begin(k % parts), c1 = pieces.begin(k % parts + 1);
                 const Window b{r, w.col0 + c0, std::min(kRowBlock, w.row0 + w.rows - r), c1 - c0};
                 if (b.cols <= 0) continue;
                 try {

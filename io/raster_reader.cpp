@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/column_pieces.h"
 #include "io/gdal_session.h"
 #include "io/input_error.h"
 
@@ -284,23 +285,14 @@ void for_each_strip(const std::string& path, int band_no, GDALRasterBand* band0,
                     int64_t block_cols, Fn&& fn, const RowsDone& done) {
     const int64_t strips = (w.rows + sr - 1) / sr;
     const bool parallel = w.rows * w.cols >= kParallelReadMinPixels && omp_get_max_threads() > 1;
-    const int64_t T = omp_get_max_threads(), bw = std::max<int64_t>(1, block_cols);
-    const int64_t parts = parallel && strips < 2 * T && bw < w.cols
-                              ? std::min((2 * T + strips - 1) / strips, (w.cols + bw - 1) / bw)
-                              : 1;
-    // Piece j's first column (window-relative), on a block border of the raster.
-    const int64_t width = (w.cols + parts - 1) / parts;
-    auto col = [&](int64_t j) {
-        if (j <= 0) return int64_t{0};
-        if (j >= parts) return w.cols;
-        const int64_t abs = w.col0 + j * width;
-        return std::min(w.cols, (abs + bw - 1) / bw * bw - w.col0);
-    };
+    const int64_t T = omp_get_max_threads();
+    const ColumnPieces pieces(w, strips, T, block_cols, parallel);
+    const int64_t parts = pieces.parts();
     std::vector<std::atomic<int64_t>> left(static_cast<size_t>(strips));
     for (auto& x : left) x = parts;
     auto piece = [&](GDALRasterBand* band, int64_t k) {
         const int64_t s = k / parts, j = k % parts, r0 = s * sr, nr = std::min(sr, w.rows - r0);
-        const int64_t c0 = col(j), c1 = col(j + 1);
+        const int64_t c0 = pieces.begin(j), c1 = pieces.begin(j + 1);
         if (c1 > c0) fn(band, Window{w.row0, w.col0 + c0, w.rows, c1 - c0}, r0, nr, c0);
         if (--left[static_cast<size_t>(s)] == 0 && done) done(r0, nr);
     };

@@ -45,12 +45,7 @@ inline constexpr int32_t kPartial = -2;  // a node's key is a lower bound: its s
 class Clusters {
 public:
     Clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius)
-        : res_(res), H_(H), W_(W), radius_(radius), n_(static_cast<int32_t>(res.size())) {
-        for (const ClusterResidue& x : res)
-            for (int64_t l : x.lake)
-                if (l >= 0) lake_ids_.push_back(l);
-        std::sort(lake_ids_.begin(), lake_ids_.end());
-        lake_ids_.erase(std::unique(lake_ids_.begin(), lake_ids_.end()), lake_ids_.end());
+        : res_(res), H_(H), W_(W), radius_(radius), n_(static_cast<int32_t>(res.size())), lake_ids_(lake_ids_of(res)) {
         const int32_t L = static_cast<int32_t>(lake_ids_.size());
         ground_ = n_ + L;
         const size_t N = static_cast<size_t>(ground_) + 1;
@@ -404,6 +399,16 @@ private:
 };
 
 }  // namespace
+
+std::vector<int64_t> lake_ids_of(std::span<const ClusterResidue> res) {
+    std::vector<int64_t> ids;
+    for (const ClusterResidue& x : res)
+        for (int64_t l : x.lake)
+            if (l >= 0) ids.push_back(l);
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
+}
 
 void cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, std::vector<Cut>& out,
                   ClusterStats& stats) {

@@ -32,6 +32,10 @@ struct ClusterStats {
     }
 };
 
+// The distinct lake ids (>= 0) the residues of `res` touch, ascending: the lakes' nodes follow the
+// residues' in this order, in every form of the rule.
+std::vector<int64_t> lake_ids_of(std::span<const ClusterResidue> res);
+
 // The cuts of `res` (sorted by id, closed under candidate edges) by section 3's rule with
 // pair radius `radius`, appended to `out` in cut_order. H, W: the image.
 void cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, std::vector<Cut>& out,

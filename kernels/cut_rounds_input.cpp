@@ -21,15 +21,7 @@ bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W,
         c0 = std::min<int64_t>(c0, x.res.c), c1 = std::max<int64_t>(c1, x.res.c);
         lakes += (x.lake[0] >= 0) + (x.lake[1] >= 0);
     }
-    std::vector<int64_t> lake_ids;
-    if (lakes > 0) {
-        lake_ids.reserve(static_cast<size_t>(lakes));
-        for (const ClusterResidue& x : res)
-            for (int64_t l : x.lake)
-                if (l >= 0) lake_ids.push_back(l);
-        std::sort(lake_ids.begin(), lake_ids.end());
-        lake_ids.erase(std::unique(lake_ids.begin(), lake_ids.end()), lake_ids.end());
-    }
+    const std::vector<int64_t> lake_ids = lakes > 0 ? lake_ids_of(res) : std::vector<int64_t>{};
     const int64_t L = static_cast<int64_t>(lake_ids.size());
     if (n + L + 2 >= std::numeric_limits<int32_t>::max()) return false;
     RankKeys keys;

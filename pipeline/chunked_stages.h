@@ -73,18 +73,21 @@ struct ChunkArrays {
     HostBuffer<int32_t> cycles;
     RegionArrays a;
 
+    ChunkArrays(const TileGrid& tiles, const Window& own, bool with_cycles, std::unique_ptr<KeptInput> kept = {})
+        : ChunkArrays(buffer(tiles, own), tiles, with_cycles, std::move(kept)) {}
+
+private:
     static Window buffer(const TileGrid& tiles, const Window& own) {
         const int64_t r1 = own.row0 + own.rows, c1 = own.col0 + own.cols;
         return {own.row0, own.col0, own.rows + (r1 < tiles.H ? 1 : 0), own.cols + (c1 < tiles.W ? 1 : 0)};
     }
-    ChunkArrays(const TileGrid& tiles, const Window& own, bool with_cycles, std::unique_ptr<KeptInput> kept = {})
-        : phase(kept ? std::move(kept->phase) : HostBuffer<float>(static_cast<size_t>(buffer(tiles, own).size()))),
-          flags(kept ? std::move(kept->flags) : HostBuffer<uint8_t>(static_cast<size_t>(buffer(tiles, own).size()))),
-          label(static_cast<size_t>(buffer(tiles, own).size())),
-          cycles(with_cycles ? static_cast<size_t>(buffer(tiles, own).size()) : 0) {
+    ChunkArrays(const Window& buf, const TileGrid& tiles, bool with_cycles, std::unique_ptr<KeptInput> kept)
+        : phase(kept ? std::move(kept->phase) : HostBuffer<float>(static_cast<size_t>(buf.size()))),
+          flags(kept ? std::move(kept->flags) : HostBuffer<uint8_t>(static_cast<size_t>(buf.size()))),
+          label(static_cast<size_t>(buf.size())),
+          cycles(with_cycles ? static_cast<size_t>(buf.size()) : 0),
+          a{tiles.H, tiles.W, buf, phase.data(), flags.data(), label.data(), with_cycles ? cycles.data() : nullptr} {
         TESSERA_INVARIANT(phase.size() == label.size() && flags.size() == label.size(), "kept input of another chunk");
-        a = RegionArrays{tiles.H, tiles.W, buffer(tiles, own), phase.data(), flags.data(), label.data(),
-                         with_cycles ? cycles.data() : nullptr};
     }
 };
 

@@ -55,6 +55,22 @@ Filled fill(const PhaseSource& s, const Window& buf) {
     return f;
 }
 
+// phase.tif (or ifg.tif) of `dir` with coh.tif and mask.tif, coherence below 0.4 low.
+std::unique_ptr<PhaseSource> gdal_sources(const testing::TempDir& dir, bool complex) {
+    return gdal_phase_source(dir / (complex ? "ifg.tif" : "phase.tif"), 1, dir / "coh.tif", dir / "mask.tif", 0.4f);
+}
+
+// The same scene's arrays as a memory source.
+std::unique_ptr<PhaseSource> memory_source(int64_t H, int64_t W, bool complex, const std::vector<float>& phase,
+                                           const std::vector<std::complex<float>>& ifg, const std::vector<float>& coh,
+                                           const std::vector<uint8_t>& mask) {
+    MemoryInput mi;
+    mi.H = H, mi.W = W;
+    if (complex) mi.ifg = ifg; else mi.phase = phase;
+    mi.coherence = coh, mi.mask = mask, mi.min_coherence = 0.4f;
+    return memory_phase_source(mi);
+}
+
 class PhaseSources : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -84,13 +100,8 @@ protected:
 TEST_F(PhaseSources, MemoryFoldsAsGdalBitForBit) {
     for (bool complex : {false, true})
         for (const Window& w : {Window{0, 0, H, W}, Window{11, 7, 30, 40}}) {
-            const auto gdal = gdal_phase_source(dir / (complex ? "ifg.tif" : "phase.tif"), 1, dir / "coh.tif",
-                                                dir / "mask.tif", 0.4f);
-            MemoryInput mi;
-            mi.H = H, mi.W = W;
-            if (complex) mi.ifg = ifg; else mi.phase = phase;
-            mi.coherence = coh, mi.mask = mask, mi.min_coherence = 0.4f;
-            const auto mem = memory_phase_source(mi);
+            const auto gdal = gdal_sources(dir, complex);
+            const auto mem = memory_source(H, W, complex, phase, ifg, coh, mask);
             EXPECT_EQ(mem->info().rows, H);
             EXPECT_EQ(mem->info().is_complex, complex);
             const Filled a = fill(*gdal, w), b = fill(*mem, w);
@@ -134,13 +145,8 @@ TEST(PhaseSourcePieces, ManyThreadsOnFewBlockRowsFoldAsMemory) {
     omp_set_num_threads(8);
     for (bool complex : {false, true}) {
         const Window w{3, 5, 590, 8180};  // off the block borders
-        const auto gdal = gdal_phase_source(dir / (complex ? "ifg.tif" : "phase.tif"), 1, dir / "coh.tif",
-                                            dir / "mask.tif", 0.4f);
-        MemoryInput mi;
-        mi.H = H, mi.W = W;
-        if (complex) mi.ifg = ifg; else mi.phase = phase;
-        mi.coherence = coh, mi.mask = mask, mi.min_coherence = 0.4f;
-        const Filled a = fill(*gdal, w), b = fill(*memory_phase_source(mi), w);
+        const Filled a = fill(*gdal_sources(dir, complex), w),
+                     b = fill(*memory_source(H, W, complex, phase, ifg, coh, mask), w);
         EXPECT_EQ(std::memcmp(a.phase.data(), b.phase.data(), a.phase.size() * 4), 0) << complex;
         EXPECT_EQ(a.flags, b.flags) << complex;
         EXPECT_EQ(a.rg.coh_lo, b.rg.coh_lo);
