@@ -9,19 +9,12 @@
 
 namespace tessera {
 
-namespace {
-
-// One chunk: gathered (src_elem-byte elements zero-extended to elem; padded with fill),
-// byte-shuffled as H5Z_filter_shuffle does (byte j of element i goes to j * n + i),
-// compressed as H5Z_filter_deflate does (compress2).
-bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t cols, size_t src_elem, size_t elem,
-                const hsize_t chunk[2], int64_t r0, int64_t c0, int level, const unsigned char* fill, std::vector<unsigned char>& raw,
-                std::vector<unsigned char>& shuffled, std::vector<unsigned char>& out) {
-    const size_t cr = chunk[0], cc = chunk[1], n = cr * cc;
-    raw.resize(n * elem);
-    if (level > 0) shuffled.resize(n * elem);
+void gather_chunk(unsigned char* out, const unsigned char* data, int64_t stride, int64_t rows, int64_t cols,
+                  size_t src_elem, size_t elem, const hsize_t chunk[2], int64_t r0, int64_t c0,
+                  const unsigned char* fill) {
+    const size_t cr = chunk[0], cc = chunk[1];
     for (size_t y = 0; y < cr; ++y) {
-        unsigned char* dst = raw.data() + y * cc * elem;
+        unsigned char* dst = out + y * cc * elem;
         const int64_t r = r0 + static_cast<int64_t>(y);
         const size_t w = r < rows ? static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(cc), cols - c0)) : 0;
         const unsigned char* s = data + (static_cast<size_t>(r) * static_cast<size_t>(stride) + static_cast<size_t>(c0)) * src_elem;
@@ -33,6 +26,19 @@ bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t
         }
         for (size_t x = w; x < cc; ++x) std::memcpy(dst + x * elem, fill, elem);
     }
+}
+
+namespace {
+
+// One chunk: gathered (gather_chunk), byte-shuffled as H5Z_filter_shuffle does (byte j of
+// element i goes to j * n + i), compressed as H5Z_filter_deflate does (compress2).
+bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t cols, size_t src_elem, size_t elem,
+                const hsize_t chunk[2], int64_t r0, int64_t c0, int level, const unsigned char* fill, std::vector<unsigned char>& raw,
+                std::vector<unsigned char>& shuffled, std::vector<unsigned char>& out) {
+    const size_t cr = chunk[0], cc = chunk[1], n = cr * cc;
+    raw.resize(n * elem);
+    if (level > 0) shuffled.resize(n * elem);
+    gather_chunk(raw.data(), data, stride, rows, cols, src_elem, elem, chunk, r0, c0, fill);
     if (level == 0) {  // a dataset without filters: the chunk as it is
         out.swap(raw);
         return true;

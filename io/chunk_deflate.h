@@ -16,6 +16,13 @@ namespace tessera {
 // threads and written as they are); row0 is a multiple of chunk[0], and rows too
 // unless the window ends the dataset. Chunks past the rows are padded with `fill` (elem
 // bytes). Returns "" or what failed.
+// The chunk at (r0, c0) of the rows x cols image `data` into `out` (chunk[0] x chunk[1]
+// elements of `elem` bytes): src_elem-byte elements zero-extended to elem, padded with `fill`
+// past the image.
+void gather_chunk(unsigned char* out, const unsigned char* data, int64_t stride, int64_t rows, int64_t cols,
+                  size_t src_elem, size_t elem, const hsize_t chunk[2], int64_t r0, int64_t c0,
+                  const unsigned char* fill);
+
 std::string write_deflated_chunks(hid_t dset, const void* data, int64_t stride, int64_t rows, int64_t cols,
                                   size_t elem, const hsize_t chunk[2], int level, const void* fill, size_t src_elem = 0,
                                   int64_t row0 = 0);

@@ -33,8 +33,10 @@
 
 #include "io/chunk_deflate.h"
 #include "io/input_error.h"
+#include "io/mapped_chunks.h"
 #include "io/output_set.h"
 #include "kernels/label_width.h"
+#include "kernels/lap.h"
 #include "partition/comm.h"
 
 namespace tessera {
@@ -392,6 +394,8 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
 
     const hid_t type = native_type<T>();
     const std::string where = "HDF5: dataset '" + name + "' of '" + tmp_path_ + "'";
+    Lap took;
+    const char* how = "through the library";
     auto fail = [&](const std::string& what) { local = {FailKind::kRuntime, hdf5_failure(where + ": " + what)}; };
 
     // Every step is collective and fails alike on every rank; the first failure
@@ -429,11 +433,15 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
             // H5D_ALLOC_TIME_EARLY): every chunk is allocated and filled at creation, the
             // fill chunk compressed once (17 ms for two 8192 x 8192 datasets). INCR is
             // asked for so that a driver without that rule writes only the chunks touched.
+            // One rank writing an uncompressed dataset's whole chunks: every chunk's space taken
+            // now, no fill written, the chunks written through a mapping (io/mapped_chunks.h).
             const bool deflate = deflate_level_ > 0;
+            const bool mapped = !deflate && writes_own_chunks(own) && mapped_writes_enabled();
             if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0 || (deflate && H5Pset_shuffle(dcpl.get()) < 0) ||
                 (deflate && H5Pset_deflate(dcpl.get(), static_cast<unsigned>(deflate_level_)) < 0) ||
                 H5Pset_fill_value(dcpl.get(), type, &fill) < 0 ||
-                H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR) < 0) {
+                H5Pset_alloc_time(dcpl.get(), mapped ? H5D_ALLOC_TIME_EARLY : H5D_ALLOC_TIME_INCR) < 0 ||
+                (mapped && H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER) < 0)) {
                 fail("cannot set chunking/compression");
                 break;
             }
@@ -458,6 +466,20 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         // One rank writing whole rows of chunks: the chunks are gathered (and compressed) on the
         // host's threads and written as they are (the library's and filters' work, not one core's).
         if (writes_own_chunks(own)) {
+            if (takes_mapped_chunks(dset.get())) {
+                std::string problem;
+                const MappedWrite m = write_mapped_chunks(tmp_path_, dset.get(), data, stride, own.rows, cols_, sizeof(T),
+                                                          chunk, &fill, src_elem, own.row0, problem);
+                if (m == MappedWrite::failed) {
+                    fail(problem);
+                    break;
+                }
+                if (m == MappedWrite::written) {
+                    how = "mapped";
+                    break;
+                }
+            }
+            how = "in chunks from the host's threads";
             if (std::string e = write_deflated_chunks(dset.get(), data, stride, own.rows, cols_, sizeof(T), chunk,
                                                       deflate_level_, &fill, src_elem, own.row0);
                 !e.empty())
@@ -507,6 +529,10 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         throw_failure(f, path_);
     }
     failed_together_ = false;
+    if (trace_on())
+        std::fprintf(stderr, "tessera: hdf5 %-22s %9.1f MB %s in %8.1f ms\n", name.c_str(),
+                     static_cast<double>(std::max<int64_t>(own.size(), 0)) * static_cast<double>(sizeof(T)) / 1e6, how,
+                     took.next_ms());
 }
 
 void Hdf5Writer::write_f32(const std::string& name, const Window& own, const float* data,

@@ -1,13 +1,18 @@
 // A zero-filled host array for a region's pixels, first touched on the host's threads: one
-// thread faulting in gigabytes of fresh pages was most of a large scene's read stage.
+// thread faulting in gigabytes of fresh pages was most of a large scene's read stage. Large
+// arrays are mappings of their own with transparent huge pages asked for (madvise): 4 KiB
+// first-touch faults ran at ~1 GB/s on the VMs measured, 2 MiB ones ~10x faster
+// (bench/results/gpu_h100_host_io.md).
 #pragma once
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <type_traits>
 
 namespace tessera {
@@ -24,22 +29,55 @@ void copy_on_threads(T* dst, const T* src, size_t n) {
     }
 }
 
+namespace host_memory {
+
+constexpr size_t kMappedFrom = size_t{8} << 20;  // bytes from which an array is a mapping of its own
+
+// Untouched memory for `bytes`: a private anonymous mapping with huge pages asked for (ignored
+// where the kernel's THP mode is "never"), or the heap for small arrays.
+inline void* take(size_t bytes) {
+    if (bytes < kMappedFrom) return ::operator new(bytes);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    (void)::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: a refusal leaves 4 KiB pages
+#endif
+    return p;
+}
+
+inline void give_back(void* p, size_t bytes) {
+    if (!p) return;
+    if (bytes < kMappedFrom)
+        ::operator delete(p);
+    else
+        ::munmap(p, bytes);
+}
+
+}  // namespace host_memory
+
 template <class T>
 class HostBuffer {
     static_assert(std::is_trivial_v<T>, "HostBuffer holds plain pixel values");
 
 public:
-    explicit HostBuffer(size_t n) : p_(new T[n]), n_(n) {  // default-initialised: untouched pages
-        constexpr size_t kChunk = size_t{1} << 18;          // elements a task zeroes
-        const auto chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
+    explicit HostBuffer(size_t n) : HostBuffer(n, Untouched{}) {
+        const size_t bytes = n * sizeof(T);
+        auto* p = reinterpret_cast<unsigned char*>(p_.get());
+        if (bytes >= host_memory::kMappedFrom) {
+            // A fresh mapping reads as zeros: a store a page faults it in (the kernel zeroes it).
+            constexpr size_t kPage = 4096, kSpan = size_t{1} << 21;  // bytes a task touches
+            const auto spans = static_cast<int64_t>((bytes + kSpan - 1) / kSpan);
 #pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < chunks; ++k) {
-            const size_t b = static_cast<size_t>(k) * kChunk, e = std::min(n, b + kChunk);
-            std::memset(static_cast<void*>(p_.get() + b), 0, (e - b) * sizeof(T));
+            for (int64_t k = 0; k < spans; ++k) {
+                const size_t b = static_cast<size_t>(k) * kSpan, e = std::min(bytes, b + kSpan);
+                for (size_t i = b; i < e; i += kPage) static_cast<volatile unsigned char*>(p)[i] = 0;
+            }
+            return;
         }
+        std::memset(p, 0, bytes);
     }
     // A copy of src[0, n), first touched on the host's threads.
-    HostBuffer(size_t n, const T* src) : p_(new T[n]), n_(n) { copy_on_threads(p_.get(), src, n); }
+    HostBuffer(size_t n, const T* src) : HostBuffer(n, Untouched{}) { copy_on_threads(p_.get(), src, n); }
     T* data() { return p_.get(); }
     const T* data() const { return p_.get(); }
     size_t size() const { return n_; }
@@ -47,7 +85,15 @@ public:
     const T& operator[](size_t i) const { return p_[i]; }
 
 private:
-    std::unique_ptr<T[]> p_;
+    struct Untouched {};
+    struct GiveBack {
+        size_t bytes;
+        void operator()(T* p) const { host_memory::give_back(p, bytes); }
+    };
+    HostBuffer(size_t n, Untouched)
+        : p_(static_cast<T*>(host_memory::take(n * sizeof(T))), GiveBack{n * sizeof(T)}), n_(n) {}
+
+    std::unique_ptr<T[], GiveBack> p_;
     size_t n_;
 };
 

@@ -48,13 +48,11 @@ inline std::vector<Window> chunk_windows(const Window& own, const TileGrid& tile
 namespace chunked {
 
 // A chunk's inputs as filled (phase and flags over its buffer), kept from pass 1 for passes 2 and
-// 3 when the plan allows (section 5.1: Plan::inputs_kept).
+// 3 when the plan allows (section 5.1: Plan::inputs_kept): pass 1's own arrays, taken over once
+// its work on the chunk (which only reads them) is done.
 struct KeptInput {
     HostBuffer<float> phase;
     HostBuffer<uint8_t> flags;
-
-    explicit KeptInput(const RegionArrays& a)
-        : phase(static_cast<size_t>(a.buf.size()), a.phase), flags(static_cast<size_t>(a.buf.size()), a.flags) {}
 };
 
 // Pass 2's chunk from what pass 1 kept of it.
@@ -64,8 +62,12 @@ inline void copy_input(const KeptInput& k, const RegionArrays& a) {
     copy_on_threads(a.flags, k.flags.data(), k.flags.size());
 }
 
+// Which of a chunk's arrays a pass needs: pass 1 (residues and lake runs) reads the inputs only.
+enum class ChunkUse { inputs, all };
+
 // One chunk's host arrays over its buffer window (first touched on the host's threads), the
-// phase and flags taken over from a KeptInput when one is given.
+// phase and flags taken over from a KeptInput when one is given; without labels and cycles
+// (null in `a`) for ChunkUse::inputs.
 struct ChunkArrays {
     HostBuffer<float> phase;
     HostBuffer<uint8_t> flags;
@@ -73,21 +75,29 @@ struct ChunkArrays {
     HostBuffer<int32_t> cycles;
     RegionArrays a;
 
-    ChunkArrays(const TileGrid& tiles, const Window& own, bool with_cycles, std::unique_ptr<KeptInput> kept = {})
-        : ChunkArrays(buffer(tiles, own), tiles, with_cycles, std::move(kept)) {}
+    ChunkArrays(const TileGrid& tiles, const Window& own, bool with_cycles, std::unique_ptr<KeptInput> kept = {},
+                ChunkUse use = ChunkUse::all)
+        : ChunkArrays(buffer(tiles, own), tiles, use == ChunkUse::all && with_cycles, std::move(kept), use) {}
+    // The phase and flags handed on (pass 1 keeping them); this chunk's arrays are done with.
+    std::unique_ptr<KeptInput> take_inputs() {
+        return std::make_unique<KeptInput>(KeptInput{std::move(phase), std::move(flags)});
+    }
 
 private:
     static Window buffer(const TileGrid& tiles, const Window& own) {
         const int64_t r1 = own.row0 + own.rows, c1 = own.col0 + own.cols;
         return {own.row0, own.col0, own.rows + (r1 < tiles.H ? 1 : 0), own.cols + (c1 < tiles.W ? 1 : 0)};
     }
-    ChunkArrays(const Window& buf, const TileGrid& tiles, bool with_cycles, std::unique_ptr<KeptInput> kept)
+    ChunkArrays(const Window& buf, const TileGrid& tiles, bool with_cycles, std::unique_ptr<KeptInput> kept,
+                ChunkUse use)
         : phase(kept ? std::move(kept->phase) : HostBuffer<float>(static_cast<size_t>(buf.size()))),
           flags(kept ? std::move(kept->flags) : HostBuffer<uint8_t>(static_cast<size_t>(buf.size()))),
-          label(static_cast<size_t>(buf.size())),
+          label(use == ChunkUse::all ? static_cast<size_t>(buf.size()) : 0),
           cycles(with_cycles ? static_cast<size_t>(buf.size()) : 0),
-          a{tiles.H, tiles.W, buf, phase.data(), flags.data(), label.data(), with_cycles ? cycles.data() : nullptr} {
-        TESSERA_INVARIANT(phase.size() == label.size() && flags.size() == label.size(), "kept input of another chunk");
+          a{tiles.H, tiles.W, buf, phase.data(), flags.data(), use == ChunkUse::all ? label.data() : nullptr,
+            with_cycles ? cycles.data() : nullptr} {
+        TESSERA_INVARIANT(phase.size() == static_cast<size_t>(buf.size()) && flags.size() == phase.size(),
+                          "kept input of another chunk");
     }
 };
 
@@ -187,11 +197,13 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     const ChunkFill& fill = run.fill;
     const ChunkSink& sink = run.sink;
     const auto& stage = run.stage;
-    auto arrays = [&](int64_t i, std::unique_ptr<chunked::KeptInput> kept = {}) {
-        return std::make_unique<chunked::ChunkArrays>(tiles, chunks[static_cast<size_t>(i)], with_cycles, std::move(kept));
+    auto arrays = [&](int64_t i, std::unique_ptr<chunked::KeptInput> kept = {},
+                      chunked::ChunkUse use = chunked::ChunkUse::all) {
+        return std::make_unique<chunked::ChunkArrays>(tiles, chunks[static_cast<size_t>(i)], with_cycles, std::move(kept),
+                                                      use);
     };
-    // Plan::inputs_kept (section 5.1): pass 1 keeps each chunk's inputs as filled; pass 2 copies
-    // them, pass 3 takes them over (after pass 2 with a scratch: dropped).
+    // Plan::inputs_kept (section 5.1): pass 1 keeps each chunk's inputs as filled (its arrays,
+    // once worked on); pass 2 copies them, pass 3 takes them over (after pass 2 with a scratch: dropped).
     std::vector<std::unique_ptr<chunked::KeptInput>> kept(run.keep_inputs ? static_cast<size_t>(n_chunks) : 0);
     // Chunk after chunk: load(i) gives chunk i (the next one loaded ahead, on its own thread,
     // when `ahead_ok`), use(i, loaded) works on it.
@@ -222,13 +234,12 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         return [&, now](int64_t i) {
             const size_t at = static_cast<size_t>(i);
             if (run.keep_inputs && now == 3) return arrays(i, std::move(kept[at]));
-            auto ca = arrays(i);
+            auto ca = arrays(i, {}, now == 1 ? chunked::ChunkUse::inputs : chunked::ChunkUse::all);
             if (run.keep_inputs && now == 2) {
                 chunked::copy_input(*kept[at], ca->a);
                 return ca;
             }
             fill(ca->a);
-            if (run.keep_inputs) kept[at] = std::make_unique<chunked::KeptInput>(ca->a);
             return ca;
         };
     };
@@ -238,10 +249,13 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     auto pass = [&](auto&& body) {
         const int now = pass_no + 1;
         each_chunk(ahead_for(now), load_for(now), [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
-            Lap made;
-            Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
-            regions_ms += made.next_ms();
-            body(i, region, ca->a);
+            {
+                Lap made;
+                Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
+                regions_ms += made.next_ms();
+                body(i, region, ca->a);
+            }
+            if (run.keep_inputs && now == 1) kept[static_cast<size_t>(i)] = ca->take_inputs();
         });
     };
     // --scratch (section 5.1): pass 2 keeps each chunk's state in it, pass 3 reads it back

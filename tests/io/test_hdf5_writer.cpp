@@ -6,6 +6,8 @@
 #include <gdal.h>
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -566,6 +568,77 @@ TEST_F(Hdf5WriterTest, WindowsOfWholeChunkRowsDeflateOnThreads) {
         EXPECT_EQ(read_all<uint32_t>(out, "labels"), want);
         std::filesystem::remove(out);
     }
+}
+
+// One rank's uncompressed dataset (io/mapped_chunks.h): made with every chunk allocated and no
+// fill, its windows' chunks stored through a mapping of the file; every value reads back through
+// the library, the last row of chunks padded past the image, in one window and in several.
+TEST_F(Hdf5WriterTest, UncompressedChunksWrittenThroughAMappingReadBack) {
+    const int64_t R = 1100, C = 700, stride = 703;
+    std::vector<float> src(static_cast<size_t>(R * stride), -7.f);
+    std::vector<float> want(static_cast<size_t>(R * C));
+    for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < C; ++c)
+            want[static_cast<size_t>(r * C + c)] = src[static_cast<size_t>(r * stride + c)] =
+                static_cast<float>(r * 1000 + c) * 0.25f;
+    for (const auto& windows : {std::vector<int64_t>{0, 1100}, std::vector<int64_t>{0, 512, 1024, 1100}}) {
+        const std::string out = file("mapped.h5");
+        {
+            Hdf5Writer w(out, MPI_COMM_WORLD, R, C);
+            w.set_windowed(true);
+            w.set_deflate(0);
+            for (size_t k = 0; k + 1 < windows.size(); ++k)
+                w.write_f32("unwrapped_phase", {windows[k], 0, windows[k + 1] - windows[k], C},
+                            src.data() + windows[k] * stride, stride, {});
+            w.commit();
+        }
+        EXPECT_EQ(read_all<float>(out, "unwrapped_phase"), want) << windows.size() - 1 << " windows";
+        // The layout the mapped path needs, so that it was the one taken (TESSERA_MAPPED_WRITE unset).
+        H5File f(out);
+        const hid_t d = H5Dopen2(f.id, "unwrapped_phase", H5P_DEFAULT), p = H5Dget_create_plist(d);
+        H5D_alloc_time_t at{};
+        H5D_fill_time_t ft{};
+        H5Pget_alloc_time(p, &at);
+        H5Pget_fill_time(p, &ft);
+        EXPECT_EQ(H5Pget_nfilters(p), 0);
+        if (!std::getenv("TESSERA_MAPPED_WRITE")) {
+            EXPECT_EQ(at, H5D_ALLOC_TIME_EARLY);
+            EXPECT_EQ(ft, H5D_FILL_TIME_NEVER);
+        }
+        H5Pclose(p), H5Dclose(d);
+        std::filesystem::remove(out);
+    }
+}
+
+// A file that cannot grow (here RLIMIT_FSIZE; a full disk alike) fails the mapped write with a
+// line naming the file and the reason, and leaves no file: never a SIGBUS.
+TEST_F(Hdf5WriterTest, MappedWriteThatCannotAllocateFailsWithALine) {
+    const int64_t R = 1024, C = 1024;
+    std::vector<float> v(static_cast<size_t>(R * C), 1.f);
+    const std::string out = file("no_room.h5");
+    rlimit old{};
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+    auto* old_handler = signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+    rlimit small = old;
+    small.rlim_cur = 1 << 20;  // the metadata fits, the 4 MB of chunks do not
+    std::string what;
+    {
+        Hdf5Writer w(out, MPI_COMM_WORLD, R, C);
+        w.set_deflate(0);
+        ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+        try {
+            w.write_f32("unwrapped_phase", {0, 0, R, C}, v.data(), C, {});
+        } catch (const std::exception& e) {
+            what = e.what();
+        }
+        setrlimit(RLIMIT_FSIZE, &old);
+    }
+    signal(SIGXFSZ, old_handler);
+    EXPECT_NE(what.find("cannot allocate"), std::string::npos) << what;
+    EXPECT_NE(what.find("no_room.h5"), std::string::npos) << what;
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(dir_)) left.push_back(e.path().string());
+    EXPECT_TRUE(left.empty()) << left.front();
 }
 
 // Windowed (a chunked run's result, section 5.1): later writes of a dataset fill more of it,

@@ -1,0 +1,99 @@
+#include "io/mapped_chunks.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "io/chunk_deflate.h"
+
+namespace tessera {
+
+namespace {
+
+// A file descriptor closed on every path.
+struct Fd {
+    int fd = -1;
+    ~Fd() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+}  // namespace
+
+bool mapped_writes_enabled() {
+    static const bool on = [] {
+        const char* v = std::getenv("TESSERA_MAPPED_WRITE");
+        return !(v && std::string(v) == "0");
+    }();
+    return on;
+}
+
+bool takes_mapped_chunks(hid_t dset) {
+    const hid_t dcpl = H5Dget_create_plist(dset);
+    if (dcpl < 0) return false;
+    H5D_alloc_time_t at = H5D_ALLOC_TIME_ERROR;
+    H5D_fill_time_t ft = H5D_FILL_TIME_ERROR;
+    const bool ok = H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_nfilters(dcpl) == 0 &&
+                    H5Pget_alloc_time(dcpl, &at) >= 0 && at == H5D_ALLOC_TIME_EARLY &&
+                    H5Pget_fill_time(dcpl, &ft) >= 0 && ft == H5D_FILL_TIME_NEVER;
+    H5Pclose(dcpl);
+    return ok;
+}
+
+MappedWrite write_mapped_chunks(const std::string& path, hid_t dset, const void* data, int64_t stride, int64_t rows,
+                                int64_t cols, size_t elem, const hsize_t chunk[2], const void* fill, size_t src_elem,
+                                int64_t row0, std::string& problem) {
+    if (src_elem == 0) src_elem = elem;
+    const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
+    const int64_t nr = (rows + cr - 1) / cr, nc = (cols + cc - 1) / cc, total = nr * nc;
+    const uint64_t bytes = static_cast<uint64_t>(cr * cc) * elem;
+    // Each chunk's place in the file, as the library allocated it at the dataset's creation.
+    std::vector<haddr_t> addr(static_cast<size_t>(total));
+    haddr_t lo = HADDR_UNDEF, hi = 0;
+    for (int64_t k = 0; k < total; ++k) {
+        const hsize_t off[2] = {static_cast<hsize_t>(row0 + (k / nc) * cr), static_cast<hsize_t>((k % nc) * cc)};
+        unsigned mask = 0;
+        haddr_t a = HADDR_UNDEF;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info_by_coord(dset, off, &mask, &a, &size) < 0 || a == HADDR_UNDEF || size != bytes)
+            return MappedWrite::unsupported;
+        addr[static_cast<size_t>(k)] = a;
+        lo = std::min(lo, a), hi = std::max<haddr_t>(hi, a + bytes);
+    }
+    if (total == 0) return MappedWrite::written;
+
+    Fd f;
+    f.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (f.fd < 0) {
+        problem = "cannot open for mapped writes (" + std::string(std::strerror(errno)) + ")";
+        return MappedWrite::failed;
+    }
+    // The space first (a mapped store into a hole would fault a block at a time, and meet a full
+    // disk as SIGBUS): where the file system cannot, the library writes instead.
+    if (::fallocate(f.fd, 0, static_cast<off_t>(lo), static_cast<off_t>(hi - lo)) != 0) {
+        if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) return MappedWrite::unsupported;
+        problem = "cannot allocate " + std::to_string(hi - lo) + " bytes for the chunks (" + std::strerror(errno) + ")";
+        return MappedWrite::failed;
+    }
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t base = lo / page * page, span = hi - base;
+    void* m = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, static_cast<off_t>(base));
+    if (m == MAP_FAILED) return MappedWrite::unsupported;
+    auto* map = static_cast<unsigned char*>(m);
+    const auto* src = static_cast<const unsigned char*>(data);
+    const auto* fb = static_cast<const unsigned char*>(fill);
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int64_t k = 0; k < total; ++k)
+        gather_chunk(map + (addr[static_cast<size_t>(k)] - base), src, stride, rows, cols, src_elem, elem, chunk,
+                     (k / nc) * cr, (k % nc) * cc, fb);
+    ::munmap(m, span);
+    return MappedWrite::written;
+}
+
+}  // namespace tessera

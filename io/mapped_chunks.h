@@ -1,0 +1,33 @@
+// The chunks of an unfiltered HDF5 dataset allocated at its creation, written by the host's
+// threads through a shared mapping of the file (ARCHITECTURE.md section 7): one process writes
+// a file through the library as one stream (~2.7 GB/s into the lent H100 host's page cache),
+// threads copying into a mapping of space allocated first reach ~5.5 GB/s
+// (bench/results/gpu_h100_host_io.md).
+#pragma once
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+
+namespace tessera {
+
+// Whether mapped writes are tried (TESSERA_MAPPED_WRITE=0: never, for A/B studies).
+bool mapped_writes_enabled();
+
+// Whether `dset` can take write_mapped_chunks: chunked, no filters, space allocated at creation
+// and no fill written (H5D_ALLOC_TIME_EARLY, H5D_FILL_TIME_NEVER).
+bool takes_mapped_chunks(hid_t dset);
+
+enum class MappedWrite { written, unsupported, failed };
+
+// Rows [row0, row0 + rows) of `dset` (cols wide, chunks chunk[0] x chunk[1] of `elem` bytes;
+// row0 a multiple of chunk[0], rows too unless the window ends the dataset) from `data` (row
+// stride `stride` elements of src_elem bytes, zero-extended to elem), padded with `fill`, into
+// the file `path` that holds the dataset (open in the library through the POSIX driver).
+// `unsupported`: nothing written (a chunk not allocated, or the file system cannot allocate
+// space ahead): the caller writes through the library. `failed`: `problem` says what.
+MappedWrite write_mapped_chunks(const std::string& path, hid_t dset, const void* data, int64_t stride, int64_t rows,
+                                int64_t cols, size_t elem, const hsize_t chunk[2], const void* fill, size_t src_elem,
+                                int64_t row0, std::string& problem);
+
+}  // namespace tessera
