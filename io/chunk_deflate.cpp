@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -30,25 +31,42 @@ void gather_chunk(unsigned char* out, const unsigned char* data, int64_t stride,
 
 namespace {
 
-// One chunk: gathered (gather_chunk), byte-shuffled as H5Z_filter_shuffle does (byte j of
-// element i goes to j * n + i), compressed as H5Z_filter_deflate does (compress2).
+// One chunk: as it is (level 0: gather_chunk), or byte-shuffled as H5Z_filter_shuffle does
+// (byte j of element i goes to j * n + i) straight from the source, a plane at a time (bytes
+// past src_elem zero, padding fill's), and compressed as H5Z_filter_deflate does (compress2).
 bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t cols, size_t src_elem, size_t elem,
-                const hsize_t chunk[2], int64_t r0, int64_t c0, int level, const unsigned char* fill, std::vector<unsigned char>& raw,
-                std::vector<unsigned char>& shuffled, std::vector<unsigned char>& out) {
+                const hsize_t chunk[2], int64_t r0, int64_t c0, int level, const unsigned char* fill,
+                std::vector<unsigned char>& shuffled, std::vector<unsigned char>& scratch, std::vector<unsigned char>& out) {
     const size_t cr = chunk[0], cc = chunk[1], n = cr * cc;
-    raw.resize(n * elem);
-    if (level > 0) shuffled.resize(n * elem);
-    gather_chunk(raw.data(), data, stride, rows, cols, src_elem, elem, chunk, r0, c0, fill);
     if (level == 0) {  // a dataset without filters: the chunk as it is
-        out.swap(raw);
+        out.resize(n * elem);
+        gather_chunk(out.data(), data, stride, rows, cols, src_elem, elem, chunk, r0, c0, fill);
         return true;
     }
-    for (size_t i = 0; i < n; ++i)
-        for (size_t j = 0; j < elem; ++j) shuffled[j * n + i] = raw[i * elem + j];
+    shuffled.resize(n * elem);
+    for (size_t j = 0; j < elem; ++j) {
+        unsigned char* plane = shuffled.data() + j * n;
+        for (size_t y = 0; y < cr; ++y) {
+            unsigned char* dst = plane + y * cc;
+            const int64_t r = r0 + static_cast<int64_t>(y);
+            const size_t w = r < rows ? static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(cc), cols - c0)) : 0;
+            const unsigned char* s =
+                data + (static_cast<size_t>(r) * static_cast<size_t>(stride) + static_cast<size_t>(c0)) * src_elem + j;
+            if (j >= src_elem) {
+                std::memset(dst, 0, w);
+            } else if (src_elem == 1) {
+                if (w > 0) std::memcpy(dst, s, w);
+            } else {
+                for (size_t x = 0; x < w; ++x) dst[x] = s[x * src_elem];
+            }
+            std::memset(dst + w, fill[j], cc - w);
+        }
+    }
+    // Compressed into the thread's scratch, kept at its size (a batch holds many chunks).
     uLongf len = compressBound(static_cast<uLong>(n * elem));
-    out.resize(len);
-    if (compress2(out.data(), &len, shuffled.data(), static_cast<uLong>(n * elem), level) != Z_OK) return false;
-    out.resize(len);
+    scratch.resize(len);
+    if (compress2(scratch.data(), &len, shuffled.data(), static_cast<uLong>(n * elem), level) != Z_OK) return false;
+    out.assign(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(len));
     return true;
 }
 
@@ -62,8 +80,10 @@ std::string write_deflated_chunks(hid_t dset, const void* data, int64_t stride, 
     const int64_t nr = (rows + static_cast<int64_t>(chunk[0]) - 1) / static_cast<int64_t>(chunk[0]);
     const int64_t nc = (cols + static_cast<int64_t>(chunk[1]) - 1) / static_cast<int64_t>(chunk[1]);
     const int64_t total = nr * nc;
-    // Batches of chunks keep the compressed bytes in memory bounded (a few rows of chunks).
-    const int64_t batch = std::max<int64_t>(nc, 64);
+    // Batches of chunks keep the bytes in memory bounded: 64 chunks as they are, or 256 MB of
+    // chunks before compression (a few rows of chunks: work enough for every thread).
+    const int64_t chunk_bytes = static_cast<int64_t>(chunk[0] * chunk[1] * elem);
+    const int64_t batch = std::max<int64_t>(nc, level > 0 ? std::max<int64_t>(64, (int64_t{256} << 20) / chunk_bytes) : 64);
     std::vector<std::vector<unsigned char>> out(static_cast<size_t>(std::min(batch, total)));
     const auto* src = static_cast<const unsigned char*>(data);
     const auto* fb = static_cast<const unsigned char*>(fill);
@@ -72,12 +92,12 @@ std::string write_deflated_chunks(hid_t dset, const void* data, int64_t stride, 
         int bad = 0;
 #pragma omp parallel reduction(| : bad)
         {
-            std::vector<unsigned char> raw, shuffled;
+            std::vector<unsigned char> shuffled, scratch;
 #pragma omp for schedule(dynamic)
             for (int64_t k = b0; k < b1; ++k) {
                 const int64_t r0 = (k / nc) * static_cast<int64_t>(chunk[0]), c0 = (k % nc) * static_cast<int64_t>(chunk[1]);
-                if (!pack_chunk(src, stride, rows, cols, src_elem, elem, chunk, r0, c0, level, fb, raw, shuffled,
-                                out[static_cast<size_t>(k - b0)]))
+                if (!pack_chunk(src, stride, rows, cols, src_elem, elem, chunk, r0, c0, level, fb, shuffled,
+                                scratch, out[static_cast<size_t>(k - b0)]))
                     bad = 1;
             }
         }

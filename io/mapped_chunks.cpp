@@ -1,6 +1,7 @@
 #include "io/mapped_chunks.h"
 
 #include <fcntl.h>
+#include <omp.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -15,6 +16,12 @@
 namespace tessera {
 
 namespace {
+
+#ifdef MADV_POPULATE_WRITE
+constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kPopulateWrite = 23;  // Linux 5.14's value, where the headers predate it
+#endif
 
 // A file descriptor closed on every path.
 struct Fd {
@@ -88,10 +95,24 @@ MappedWrite write_mapped_chunks(const std::string& path, hid_t dset, const void*
     auto* map = static_cast<unsigned char*>(m);
     const auto* src = static_cast<const unsigned char*>(data);
     const auto* fb = static_cast<const unsigned char*>(fill);
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int64_t k = 0; k < total; ++k)
-        gather_chunk(map + (addr[static_cast<size_t>(k)] - base), src, stride, rows, cols, src_elem, elem, chunk,
-                     (k / nc) * cr, (k % nc) * cc, fb);
+    // Each thread a contiguous run of chunks, its span of the mapping populated writable in one
+    // call first: threads interleaving chunk by chunk, or faulting page by page, contended on the
+    // file's page cache lock (2.8 s against 0.64 s for 4.3 GB on the lent H100 host).
+#pragma omp parallel
+    {
+        const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+        const int64_t k0 = total * t / T, k1 = total * (t + 1) / T;
+        if (k1 > k0) {
+            haddr_t a0 = HADDR_UNDEF, a1 = 0;
+            for (int64_t k = k0; k < k1; ++k)
+                a0 = std::min(a0, addr[static_cast<size_t>(k)]), a1 = std::max<haddr_t>(a1, addr[static_cast<size_t>(k)] + bytes);
+            const uint64_t p0 = (a0 - base) / page * page, p1 = std::min<uint64_t>(span, (a1 - base + page - 1) / page * page);
+            (void)::madvise(map + p0, p1 - p0, kPopulateWrite);  // advice: without it (Linux < 5.14) the stores fault
+        }
+        for (int64_t k = k0; k < k1; ++k)
+            gather_chunk(map + (addr[static_cast<size_t>(k)] - base), src, stride, rows, cols, src_elem, elem, chunk,
+                         (k / nc) * cr, (k % nc) * cc, fb);
+    }
     ::munmap(m, span);
     return MappedWrite::written;
 }

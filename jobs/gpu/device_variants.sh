@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# On the GPU host, from an unpacked bundle: one scene (holes N² with coherence) run under each of
+# several settings, every output a new file, the trace's stage, pass and HDF5 lines printed, and
+# each output compared with the first (h5_same).
+#   bash jobs/gpu/device_variants.sh BUNDLE_DIR 32768 "ENV=V OPTS;ENV=V OPTS;..."
+# (each entry: environment assignments, then unwrap options; "X=1" for none)
+set -u
+b=$1 n=${2:-32768} variants=$3
+. "$b/env.sh"
+export OMP_NUM_THREADS=$(nproc)
+d=$(mktemp -d -p /tmp)
+tessera synth --overwrite --case holes --size ${n}x${n} --seed 2 "$d" >/dev/null
+in="--coherence $d/holes_coherence.tif --min-coherence 0.3 $d/holes_wrapped.tif"
+IFS=';' read -ra list <<<"$variants"
+k=0
+for v in "${list[@]}"; do
+  k=$((k + 1))
+  envs=() opts=()
+  for w in $v; do [[ $w == *=* && ${#opts[@]} -eq 0 ]] && envs+=("$w") || opts+=("$w"); done
+  rm -f "$d/o_$k.h5"
+  env "${envs[@]}" TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 "${opts[@]}" $in "$d/o_$k.h5" 2>&1 |
+    awk '/^tessera: hdf5 / { n[$3]++; ms[$3] += $(NF-1); how[$3] = ($6 == "mapped" ? "mapped" : "library/threads"); next }
+         /^tessera: (read|matching|write) +[0-9]|chunks\/|Mpixel/ { print }
+         END { for (d in n) printf "hdf5 %s %.0f ms in %d writes (%s)\n", d, ms[d], n[d], how[d] }' |
+    tr -s ' ' | tr '\n' ';'
+  echo " <- $v"
+  if [ $k -gt 1 ]; then
+    h5_same "$d/o_1.h5" "$d/o_$k.h5" unwrapped_phase connected_components >/dev/null && echo "   same as the first" ||
+      echo "   DIFFERS from the first"
+    rm -f "$d/o_$k.h5"
+  fi
+done
+rm -rf "$d"
