@@ -36,6 +36,9 @@ struct ChunkRun {
     // Fill chunk i + 1 on a thread of its own while chunk i is worked on (and written): two
     // chunks' arrays at once. Off where the fill may not run beside the sink.
     bool read_ahead = true;
+    // The same in pass 1, whose work is light beside its fills: there the fill beside the work
+    // took longer than both in turn (section 5.1), so off unless asked for (A/B studies).
+    bool read_ahead_first_pass = false;
     // Plan::inputs_kept: pass 1 keeps each chunk's phase and flags as filled, and passes 2 and 3
     // take them from there instead of filling again (ahead, whatever read_ahead says).
     bool keep_inputs = false;

@@ -244,7 +244,9 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         };
     };
     // Copies of kept inputs may run beside the sink; fills only where read_ahead says.
-    auto ahead_for = [&](int now) { return run.read_ahead || (run.keep_inputs && now > 1); };
+    auto ahead_for = [&](int now) {
+        return (run.read_ahead && (now > 1 || run.read_ahead_first_pass)) || (run.keep_inputs && now > 1);
+    };
     // One pass: each chunk loaded and worked on by body(i, region, arrays).
     auto pass = [&](auto&& body) {
         const int now = pass_no + 1;

@@ -15,12 +15,14 @@ opts="--tile-size 32 --coherence $d/holes_coherence.tif --min-coherence 0.3 --sa
 "$tessera" unwrap -q $opts "$d/holes_wrapped.tif" "$d/one.h5" --geotiff "$d/one.tif" || { echo "FAIL: in-core run"; exit 1; }
 gdal_translate -q -of XYZ "$d/one.tif" "$d/one.xyz"
 # reread: TESSERA_REREAD=1, the inputs read in every pass; keep: read once, kept (no limit here).
-for run in "2 2x1 32 keep" "2 1x2 96 reread" "3 3x1 32 reread" "3 1x3 96 keep" "3 3x1 96 keep"; do
+# ahead: TESSERA_READ_AHEAD (1: pass 1's fills ahead too; 0: no fill ahead; -: the default).
+for run in "2 2x1 32 keep 1" "2 1x2 96 reread 0" "3 3x1 32 reread 1" "3 1x3 96 keep -" "3 3x1 96 keep -"; do
   set -- $run
-  np=$1 grid=$2 rows=$3 mode=$4
+  np=$1 grid=$2 rows=$3 mode=$4 ahead=$5
+  [ "$ahead" = - ] && ahead=
   out="$d/s$np-$grid.h5"
   reread=0; [ "$mode" = reread ] && reread=1
-  timeout 120 "$mpirun" --oversubscribe -np "$np" -x OMP_NUM_THREADS=1 -x TESSERA_REREAD=$reread "$tessera" unwrap $opts \
+  timeout 120 "$mpirun" --oversubscribe -np "$np" -x OMP_NUM_THREADS=1 -x TESSERA_REREAD=$reread -x TESSERA_READ_AHEAD=$ahead "$tessera" unwrap $opts \
     --rank-grid "$grid" --chunk-rows "$rows" "$d/holes_wrapped.tif" "$out" --geotiff "$d/s.tif" --overwrite 2>"$d/err" >/dev/null ||
     { echo "FAIL: np $np grid $grid: $(head -c 300 "$d/err")"; exit 1; }
   grep -q "chunk(s) of" "$d/err" || { echo "FAIL: np $np grid $grid did not stream: $(head -c 300 "$d/err")"; exit 1; }
@@ -30,7 +32,7 @@ for run in "2 2x1 32 keep" "2 1x2 96 reread" "3 3x1 32 reread" "3 1x3 96 keep" "
     { echo "FAIL: np $np grid $grid differs"; exit 1; }
   gdal_translate -q -of XYZ "$d/s.tif" "$d/s.xyz"
   cmp -s "$d/one.xyz" "$d/s.xyz" || { echo "FAIL: np $np grid $grid GeoTIFF differs"; exit 1; }
-  echo "np $np grid $grid chunks of $rows rows, inputs $mode: identical"
+  echo "np $np grid $grid chunks of $rows rows, inputs $mode, read ahead '${ahead}': identical"
 done
 mkdir "$d/scratch" && echo mine >"$d/scratch/mine.txt"
 for run in "2 2x1 32" "2 1x2 96" "3 3x1 32" "3 1x3 96"; do
