@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -40,7 +41,11 @@ inline void* take(size_t bytes) {
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
-    (void)::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: a refusal leaves 4 KiB pages
+    static const bool huge = [] {  // TESSERA_HUGE_PAGES=0: 4 KiB pages (A/B studies)
+        const char* v = std::getenv("TESSERA_HUGE_PAGES");
+        return !(v && v[0] == '0');
+    }();
+    if (huge) (void)::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: a refusal leaves 4 KiB pages
 #endif
     return p;
 }
