@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -24,23 +25,58 @@ inline void mark_invalid(const RegionArrays& a, int64_t p) {
     a.phase[p] = 0.0f;
 }
 
+// The same for n pixels from p, their coherence g[0, n): branch-free, the range in locals (the
+// compiler's vectors; min and max are exact in any order).
+inline void fold_coherence_row(const RegionArrays& a, int64_t p, const float* g, int64_t n, float thr, InputRanges& rg) {
+    constexpr float inf = std::numeric_limits<float>::infinity(), big = std::numeric_limits<float>::max();
+    float lo = rg.coh_lo, hi = rg.coh_hi;
+    uint8_t* f = a.flags + p;
+    float* ph = a.phase + p;
+#pragma omp simd reduction(min : lo) reduction(max : hi)
+    for (int64_t j = 0; j < n; ++j) {
+        const float v = g[j];
+        const bool finite = std::fabs(v) <= big;  // false for NaN and Inf
+        lo = std::min(lo, finite ? v : inf), hi = std::max(hi, finite ? v : -inf);
+        const bool bad = !(v > 0.0f), low = !bad && v < thr;
+        f[j] = static_cast<uint8_t>(f[j] | (bad ? kInvalid : 0) | (low ? kLowCoherence : 0));
+        ph[j] = bad ? 0.0f : ph[j];
+    }
+    rg.coh_lo = lo, rg.coh_hi = hi;
+}
+
 inline void fold_coherence(const RegionArrays& a, int64_t p, float g, float thr, InputRanges& rg) {
-    if (std::isfinite(g)) rg.coh_lo = std::min(rg.coh_lo, g), rg.coh_hi = std::max(rg.coh_hi, g);
-    if (!(g > 0.0f)) {
-        mark_invalid(a, p);
-    } else if (g < thr) {
-        a.flags[p] |= kLowCoherence;
+    fold_coherence_row(a, p, &g, 1, thr, rg);
+}
+
+// A mask's n values from pixel p: zero is invalid.
+inline void fold_mask_row(const RegionArrays& a, int64_t p, const uint8_t* m, int64_t n) {
+    uint8_t* f = a.flags + p;
+    float* ph = a.phase + p;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) {
+        f[j] = static_cast<uint8_t>(f[j] | (m[j] ? 0 : kInvalid));
+        ph[j] = m[j] ? ph[j] : 0.0f;
     }
 }
 
-// The valid phase's range, and the flags from the validity bytes.
+// The valid phase's range, and the flags from the validity bytes (branch-free: the compiler's
+// vectors; min and max are exact in any order).
 void fold_valid(const RegionArrays& a, const uint8_t* valid, InputRanges& rg) {
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    constexpr int64_t kBlock = 1 << 16;
+    const int64_t n = a.buf.size(), blocks = (n + kBlock - 1) / kBlock;
     float lo = rg.lo, hi = rg.hi;
-#pragma omp parallel for reduction(min : lo) reduction(max : hi)
-    for (int64_t i = 0; i < a.buf.size(); ++i) {
-        const bool ok = valid[i];
-        a.flags[i] = ok ? 0 : kInvalid;
-        if (ok) lo = std::min(lo, a.phase[i]), hi = std::max(hi, a.phase[i]);
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+        float l = inf, h = -inf;
+        const int64_t e = std::min(n, (b + 1) * kBlock);
+#pragma omp simd reduction(min : l) reduction(max : h)
+        for (int64_t i = b * kBlock; i < e; ++i) {
+            const bool ok = valid[i] != 0;
+            a.flags[i] = ok ? 0 : kInvalid;
+            l = std::min(l, ok ? a.phase[i] : inf), h = std::max(h, ok ? a.phase[i] : -inf);
+        }
+        lo = std::min(lo, l), hi = std::max(hi, h);
     }
     rg.lo = lo, rg.hi = hi;
 }
@@ -48,8 +84,8 @@ void fold_valid(const RegionArrays& a, const uint8_t* valid, InputRanges& rg) {
 // A raster of window w read kRowBlock rows at a time, the blocks on the host's threads for a
 // large window (each thread with its own reader from make_read(): GDAL handles are not shared),
 // cut into column pieces (on kPieceCols borders) where there are fewer row blocks than twice the
-// threads (a chunk's few); fold(pixel index in a, value, the thread's ranges) per pixel; the
-// ranges merged into rg. The first failure (lowest piece) is rethrown.
+// threads (a chunk's few); fold(pixel index in a, values, count, the thread's ranges) per row
+// of a block; the ranges merged into rg. The first failure (lowest piece) is rethrown.
 template <class T, class MakeRead, class Fold>
 void fold_in_blocks(const Window& w, MakeRead&& make_read, Fold&& fold, InputRanges& rg) {
     constexpr int64_t kPieceCols = 256;  // GeoTIFF's usual block width: few blocks read twice
@@ -77,8 +113,7 @@ void fold_in_blocks(const Window& w, MakeRead&& make_read, Fold&& fold, InputRan
                     buf.resize(static_cast<size_t>(std::max<int64_t>(static_cast<int64_t>(buf.size()), b.size())));
                     read(b, buf.data());
                     for (int64_t i = 0; i < b.rows; ++i)
-                        for (int64_t j = 0; j < b.cols; ++j)
-                            fold((r - w.row0 + i) * w.cols + c0 + j, buf[static_cast<size_t>(i * b.cols + j)], mine);
+                        fold((r - w.row0 + i) * w.cols + c0, buf.data() + i * b.cols, b.cols, mine);
                 } catch (...) {
                     std::lock_guard<std::mutex> lock(mu);
                     if (k < failed_at) failed_at = k, failure = std::current_exception();
@@ -136,9 +171,7 @@ public:
                 [&] {
                     return [&, m = RasterReader(mask_, mask_band_)](const Window& b, uint8_t* buf) { m.read_mask(b, buf, b.cols); };
                 },
-                [&](int64_t p, uint8_t m, InputRanges&) {
-                    if (!m) mark_invalid(a, p);
-                },
+                [&](int64_t p, const uint8_t* m, int64_t n, InputRanges&) { fold_mask_row(a, p, m, n); },
                 rg);
         if (!coherence_.empty())
             fold_in_blocks<float>(
@@ -148,7 +181,10 @@ public:
                         c.read_float(b, buf, b.cols);
                     };
                 },
-                [&](int64_t p, float g, InputRanges& mine) { fold_coherence(a, p, g, thr_, mine); }, rg);
+                [&](int64_t p, const float* g, int64_t n, InputRanges& mine) {
+                    fold_coherence_row(a, p, g, n, thr_, mine);
+                },
+                rg);
         return rg;
     }
 

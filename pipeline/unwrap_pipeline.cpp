@@ -151,24 +151,34 @@ void check_same_size(const std::string& path, const RasterInfo& info, const Rast
                                    std::to_string(ref.rows));
 }
 
-// One pass over window w of what the read left: its valid pixels and its cycle jumps.
+// One pass over window w of what the read left: its valid pixels and its cycle jumps. The
+// jumps only where the fill's range [lo, hi] could be part of cycles (a span of at most one:
+// a wider one here is wider everywhere, and check_phase_range does not look at them then).
 struct ReadScan {
     int64_t valid = 0;
     CycleJumps jumps;
 };
-ReadScan scan_read(const RegionArrays& a, const Window& w) {
+ReadScan scan_read(const RegionArrays& a, const Window& w, const InputRanges& rg) {
+    const bool jumps = !(static_cast<double>(rg.hi) - static_cast<double>(rg.lo) > 1.0 + 1e-3);
     int64_t valid = 0, wraps = 0, steps = 0;
-    const int64_t c_end = w.col0 + w.cols;
+    const int64_t n = w.cols;
 #pragma omp parallel for reduction(+ : valid, wraps, steps) schedule(static)
-    for (int64_t r = w.row0; r < w.row0 + w.rows; ++r)
-        for (int64_t c = w.col0; c < c_end; ++c) {
-            const int64_t p = a.index(r, c);
-            if (a.flags[p] & kInvalid) continue;
-            ++valid;
-            if (c + 1 == c_end || (a.flags[p + 1] & kInvalid)) continue;
-            const float d = std::fabs(a.phase[p + 1] - a.phase[p]);
-            wraps += d > 0.75f, steps += d > 0.25f;
+    for (int64_t r = w.row0; r < w.row0 + w.rows; ++r) {
+        // Branch-free rows (the compiler's vectors): a pixel counts when valid, a step when both ends are.
+        const uint8_t* f = a.flags + a.index(r, w.col0);
+        const float* ph = a.phase + a.index(r, w.col0);
+        int64_t v = 0;
+        for (int64_t c = 0; c < n; ++c) v += (f[c] & kInvalid) == 0;
+        valid += v;
+        if (!jumps) continue;
+        int64_t wr = 0, st = 0;
+        for (int64_t c = 0; c + 1 < n; ++c) {
+            const int64_t both = ((f[c] | f[c + 1]) & kInvalid) == 0;
+            const float d = std::fabs(ph[c + 1] - ph[c]);
+            wr += both & (d > 0.75f), st += both & (d > 0.25f);
         }
+        wraps += wr, steps += st;
+    }
     return {valid, {wraps, steps}};
 }
 
@@ -430,7 +440,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                 t.ranges = in->fill(a, ready);
                 inject_error_for_tests(rank, "read");
             });
-            const ReadScan scan = scan_read(a, own);
+            const ReadScan scan = scan_read(a, own, t.ranges);
             t.valid = scan.valid, t.jumps = scan.jumps;
             t.ref_unreliable = opt.reference && own.contains(opt.reference->first, opt.reference->second) &&
                                (flags[static_cast<size_t>(a.index(opt.reference->first, opt.reference->second))] & kUnreliable);
@@ -486,7 +496,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                 // inner chunk's buffer ends at least a tile of 2 rows before the window does).
                 const int64_t own_end = own.row0 + own.rows, buf_end = a.buf.row0 + a.buf.rows;
                 const Window cw{a.buf.row0, own.col0, (buf_end >= own_end ? own_end : buf_end - 1) - a.buf.row0, own.cols};
-                tally.add(rg, scan_read(a, cw));
+                tally.add(rg, scan_read(a, cw, rg));
                 if (opt.reference && cw.contains(opt.reference->first, opt.reference->second)) {
                     const int64_t i = a.index(opt.reference->first, opt.reference->second);
                     tally.ref_unreliable = (a.flags[i] & kUnreliable) != 0;

@@ -485,6 +485,8 @@ TEST_F(SafeOutputs, PhaseThatIsNotRadiansInMinusPiPi) {
                       pos = scaled("pos.tif", 1, pi);
     expect_refused(unwrap(deg + " " + (dir / "r.h5")), "degrees", {deg});
     expect_refused(unwrap(cyc + " " + (dir / "r.h5")), "cycles", {cyc});
+    // Streamed: the check after the first pass, from every chunk's scan, says the same.
+    expect_refused(unwrap("--tile-size 32 --chunk-rows 32 " + cyc + " " + (dir / "r.h5")), "cycles", {cyc});
     const std::string wide = scaled("wide.tif", 1.5, 0);  // [-1.5 pi, 1.5 pi]: no convention
     expect_refused(unwrap(wide + " " + (dir / "r.h5")), "not a wrapped phase", {wide});
     // [0, 2 pi) (Ghiglia and Pritt's data) is a wrapped phase too: the same result as [-pi, pi].
