@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstring>
+#include <unordered_map>
 #include <vector>
 
 namespace tessera {
@@ -34,14 +35,42 @@ namespace {
 // One chunk: as it is (level 0: gather_chunk), or byte-shuffled as H5Z_filter_shuffle does
 // (byte j of element i goes to j * n + i) straight from the source, a plane at a time (bytes
 // past src_elem zero, padding fill's), and compressed as H5Z_filter_deflate does (compress2).
+// Whether the chunk at (r0, c0) lies inside the image and holds one value; that value's bytes.
+bool uniform_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t cols, size_t src_elem,
+                   const hsize_t chunk[2], int64_t r0, int64_t c0, uint64_t& value) {
+    const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
+    if (src_elem > sizeof(uint64_t) || r0 + cr > rows || c0 + cc > cols) return false;
+    const unsigned char* first = data + (static_cast<size_t>(r0) * static_cast<size_t>(stride) + static_cast<size_t>(c0)) * src_elem;
+    value = 0;
+    std::memcpy(&value, first, src_elem);
+    for (int64_t x = 1; x < cc; ++x)  // the first row: every element the first's bytes
+        if (std::memcmp(first + static_cast<size_t>(x) * src_elem, first, src_elem) != 0) return false;
+    for (int64_t y = 1; y < cr; ++y)  // every other row: the first row
+        if (std::memcmp(first + static_cast<size_t>(y) * static_cast<size_t>(stride) * src_elem, first,
+                        static_cast<size_t>(cc) * src_elem) != 0)
+            return false;
+    return true;
+}
+
 bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t cols, size_t src_elem, size_t elem,
                 const hsize_t chunk[2], int64_t r0, int64_t c0, int level, const unsigned char* fill,
-                std::vector<unsigned char>& shuffled, std::vector<unsigned char>& scratch, std::vector<unsigned char>& out) {
+                std::vector<unsigned char>& shuffled, std::vector<unsigned char>& scratch, std::vector<unsigned char>& out,
+                std::unordered_map<uint64_t, std::vector<unsigned char>>& uniform) {
     const size_t cr = chunk[0], cc = chunk[1], n = cr * cc;
     if (level == 0) {  // a dataset without filters: the chunk as it is
         out.resize(n * elem);
         gather_chunk(out.data(), data, stride, rows, cols, src_elem, elem, chunk, r0, c0, fill);
         return true;
+    }
+    // A chunk of one value (most label chunks: a component's inside) compresses to the same bytes
+    // as every other chunk of that value: compressed once a thread and a window.
+    uint64_t value = 0;
+    const bool one_value = uniform_chunk(data, stride, rows, cols, src_elem, chunk, r0, c0, value);
+    if (one_value) {
+        if (const auto it = uniform.find(value); it != uniform.end()) {
+            out = it->second;
+            return true;
+        }
     }
     shuffled.resize(n * elem);
     for (size_t j = 0; j < elem; ++j) {
@@ -67,6 +96,7 @@ bool pack_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t
     scratch.resize(len);
     if (compress2(scratch.data(), &len, shuffled.data(), static_cast<uLong>(n * elem), level) != Z_OK) return false;
     out.assign(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(len));
+    if (one_value) uniform.emplace(value, out);
     return true;
 }
 
@@ -93,11 +123,12 @@ std::string write_deflated_chunks(hid_t dset, const void* data, int64_t stride, 
 #pragma omp parallel reduction(| : bad)
         {
             std::vector<unsigned char> shuffled, scratch;
+            std::unordered_map<uint64_t, std::vector<unsigned char>> uniform;
 #pragma omp for schedule(dynamic)
             for (int64_t k = b0; k < b1; ++k) {
                 const int64_t r0 = (k / nc) * static_cast<int64_t>(chunk[0]), c0 = (k % nc) * static_cast<int64_t>(chunk[1]);
                 if (!pack_chunk(src, stride, rows, cols, src_elem, elem, chunk, r0, c0, level, fb, shuffled,
-                                scratch, out[static_cast<size_t>(k - b0)]))
+                                scratch, out[static_cast<size_t>(k - b0)], uniform))
                     bad = 1;
             }
         }

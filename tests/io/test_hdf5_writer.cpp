@@ -641,6 +641,37 @@ TEST_F(Hdf5WriterTest, MappedWriteThatCannotAllocateFailsWithALine) {
     EXPECT_TRUE(left.empty()) << left.front();
 }
 
+// Labels whose chunks mostly hold one value (a component's inside: compressed once a value,
+// io/chunk_deflate.cpp), beside chunks that differ in one pixel, in their first row or column,
+// and edge chunks: every value reads back, narrow and 4 bytes wide, in one window and in two.
+TEST_F(Hdf5WriterTest, ChunksOfOneValueDeflateAlikeAndReadBack) {
+    const int64_t R = 1300, C = 1100;
+    std::vector<uint8_t> lab(static_cast<size_t>(R * C));
+    for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < C; ++c) lab[static_cast<size_t>(r * C + c)] = static_cast<uint8_t>(1 + (r / 600) + 3 * (c / 700));
+    lab[static_cast<size_t>(300 * C + 200)] = 9;  // one pixel inside chunk (0, 0)
+    lab[static_cast<size_t>(512 * C + 700)] = 7;  // the first pixel of chunk (1, 1)
+    lab[static_cast<size_t>(1000 * C + 512)] = 8;  // first column of chunk (1, 1), last row
+    std::vector<uint32_t> wide(lab.begin(), lab.end());
+    for (const auto& windows : {std::vector<int64_t>{0, 1300}, std::vector<int64_t>{0, 1024, 1300}}) {
+        const std::string out = file("uniform.h5");
+        {
+            Hdf5Writer w(out, MPI_COMM_WORLD, R, C);
+            w.set_windowed(true);
+            w.set_deflate(1);
+            for (size_t k = 0; k + 1 < windows.size(); ++k) {
+                const Window win{windows[k], 0, windows[k + 1] - windows[k], C};
+                w.write_labels("narrow", win, lab.data() + windows[k] * C, 1, C, {});
+                w.write_u32("wide", win, wide.data() + windows[k] * C, C, {});
+            }
+            w.commit();
+        }
+        EXPECT_EQ(read_all<uint32_t>(out, "narrow"), wide) << windows.size() - 1 << " windows";
+        EXPECT_EQ(read_all<uint32_t>(out, "wide"), wide) << windows.size() - 1 << " windows";
+        std::filesystem::remove(out);
+    }
+}
+
 // Windowed (a chunked run's result, section 5.1): later writes of a dataset fill more of it,
 // its attributes from the first; the file holds every window's values.
 TEST_F(Hdf5WriterTest, WindowedWritesFillOneDataset) {
