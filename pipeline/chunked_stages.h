@@ -62,7 +62,8 @@ inline void copy_input(const KeptInput& k, const RegionArrays& a) {
     copy_on_threads(a.flags, k.flags.data(), k.flags.size());
 }
 
-// Which of a chunk's arrays a pass needs: pass 1 (residues and lake runs) reads the inputs only.
+// Which of a chunk's arrays a pass needs: passes 1 and 2 (residues and lake runs; cuts,
+// union-find and border states) read and mark the inputs only, pass 3 writes labels and cycles.
 enum class ChunkUse { inputs, all };
 
 // One chunk's host arrays over its buffer window (first touched on the host's threads), the
@@ -234,7 +235,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         return [&, now](int64_t i) {
             const size_t at = static_cast<size_t>(i);
             if (run.keep_inputs && now == 3) return arrays(i, std::move(kept[at]));
-            auto ca = arrays(i, {}, now == 1 ? chunked::ChunkUse::inputs : chunked::ChunkUse::all);
+            auto ca = arrays(i, {}, now < 3 ? chunked::ChunkUse::inputs : chunked::ChunkUse::all);
             if (run.keep_inputs && now == 2) {
                 chunked::copy_input(*kept[at], ca->a);
                 return ca;
