@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "io/chunk_deflate.h"
+#include "kernels/ab_switch.h"
 
 namespace tessera {
 
@@ -34,10 +35,7 @@ struct Fd {
 }  // namespace
 
 bool mapped_writes_enabled() {
-    static const bool on = [] {
-        const char* v = std::getenv("TESSERA_MAPPED_WRITE");
-        return !(v && std::string(v) == "0");
-    }();
+    static const bool on = !switch_is("TESSERA_MAPPED_WRITE", "0");
     return on;
 }
 

@@ -28,6 +28,7 @@
 #include "io/column_pieces.h"
 #include "io/gdal_session.h"
 #include "io/input_error.h"
+#include "kernels/ab_switch.h"
 
 namespace tessera {
 
@@ -115,10 +116,7 @@ struct RasterReader::Impl {
     // 7), with the driver's own checks (a truncated file fails as through RasterIO).
     // TESSERA_READ_BLOCKS=0: through RasterIO and the cache (A/B studies).
     static bool by_blocks(GDALRasterBand* band, GDALDataType as, GSpacing pixel_space) {
-        static const bool off = [] {
-            const char* v = std::getenv("TESSERA_READ_BLOCKS");
-            return v && std::string(v) == "0";
-        }();
+        static const bool off = switch_is("TESSERA_READ_BLOCKS", "0");
         GDALDataset* ds = band->GetDataset();
         if (off) return false;
         return as == band->GetRasterDataType() && pixel_space == GDALGetDataTypeSizeBytes(as) && ds &&

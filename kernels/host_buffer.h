@@ -1,7 +1,7 @@
 // A zero-filled host array for a region's pixels, first touched on the host's threads: one
 // thread faulting in gigabytes of fresh pages was most of a large scene's read stage. Large
-// arrays are mappings of their own with transparent huge pages asked for (madvise): 4 KiB
-// first-touch faults ran at ~1 GB/s on the VMs measured, 2 MiB ones ~10x faster
+// arrays are mappings of their own with transparent huge pages asked for (madvise): first
+// touches ran at 26 GB/s on 2 MiB pages against 13 on 4 KiB ones on the lent H100 host
 // (bench/results/gpu_h100_host_io.md).
 #pragma once
 #include <omp.h>
@@ -10,11 +10,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <type_traits>
+
+#include "kernels/ab_switch.h"
 
 namespace tessera {
 
@@ -41,10 +42,7 @@ inline void* take(size_t bytes) {
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
-    static const bool huge = [] {  // TESSERA_HUGE_PAGES=0: 4 KiB pages (A/B studies)
-        const char* v = std::getenv("TESSERA_HUGE_PAGES");
-        return !(v && v[0] == '0');
-    }();
+    static const bool huge = !switch_is("TESSERA_HUGE_PAGES", "0");  // 4 KiB pages (A/B studies)
     if (huge) (void)::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: a refusal leaves 4 KiB pages
 #endif
     return p;
@@ -81,8 +79,6 @@ public:
         }
         std::memset(p, 0, bytes);
     }
-    // A copy of src[0, n), first touched on the host's threads.
-    HostBuffer(size_t n, const T* src) : HostBuffer(n, Untouched{}) { copy_on_threads(p_.get(), src, n); }
     T* data() { return p_.get(); }
     const T* data() const { return p_.get(); }
     size_t size() const { return n_; }

@@ -21,6 +21,7 @@
 
 #include "partition/error_agreement.h"
 #include "kernels/invariant.h"
+#include "kernels/ab_switch.h"
 #include "io/geotiff_writer.h"
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
@@ -549,9 +550,8 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         run.scratch = scratch.get();
         run.keep_inputs = plan.inputs_kept;
         run.write_behind = plan.write_behind;
-        const char* ahead = std::getenv("TESSERA_READ_AHEAD");
-        run.read_ahead_first_pass = ahead && std::string(ahead) == "1";
-        run.read_ahead = !(ahead && std::string(ahead) == "0") && !driver_uses_hdf5(info.driver) &&
+        run.read_ahead_first_pass = switch_is("TESSERA_READ_AHEAD", "1");
+        run.read_ahead = !switch_is("TESSERA_READ_AHEAD", "0") && !driver_uses_hdf5(info.driver) &&
                          (opt.coherence.empty() || !driver_uses_hdf5(RasterReader(opt.coherence, 1).info().driver)) &&
                          (opt.mask.empty() || !driver_uses_hdf5(RasterReader(opt.mask, 1).info().driver));
         st = ops.unwrap_chunked(grid, comm, params, plan.tile_rows, opt.save_cycles, run);
@@ -605,11 +605,9 @@ PlanRequest plan_request(const UnwrapOptions& opt, const RasterInfo& info, int r
     q.chunk_rows = opt.chunk_rows;
     q.scratch = !opt.scratch.empty();
     // TESSERA_REREAD=1: a streamed run reads its inputs in every pass (A/B studies, tests; section 5.1).
-    const char* reread = std::getenv("TESSERA_REREAD");
-    q.keep_inputs = !(reread && std::string(reread) == "1");
+    q.keep_inputs = !switch_is("TESSERA_REREAD", "1");
     // TESSERA_WRITE_BEHIND=0: a streamed run writes each chunk before it works on the next (A/B).
-    const char* behind = std::getenv("TESSERA_WRITE_BEHIND");
-    q.write_behind = mpi_calls_from_any_thread() && !(behind && std::string(behind) == "0");
+    q.write_behind = mpi_calls_from_any_thread() && !switch_is("TESSERA_WRITE_BEHIND", "0");
     return q;
 }
 

@@ -5,12 +5,8 @@
 #   bash jobs/gpu/device_io_ab.sh BUNDLE_DIR 32768
 set -u
 b=$1 n=${2:-32768}
-. "$b/env.sh"
-export OMP_NUM_THREADS=$(nproc)
-d=$(mktemp -d -p /tmp)
+. "$(dirname "$0")/holes_scene.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-tessera synth --overwrite --case holes --size ${n}x${n} --seed 2 "$d" >/dev/null
-in="--coherence $d/holes_coherence.tif --min-coherence 0.3 $d/holes_wrapped.tif"
 for round in 1 2; do
   for exe in tessera_before tessera; do
     for mode in "in-one-piece" "--gpu-memory-limit 4G"; do

@@ -1,6 +1,7 @@
 // The page-locking of a Region's host arrays (host_staging.h): cudaHostRegister in place, on
 // the calling thread or on one of its own, undone when the Region ends.
 #include "kernels/cuda/host_staging.h"
+#include "kernels/ab_switch.h"
 
 #include <cuda_runtime_api.h>
 
@@ -26,8 +27,7 @@ int current_device() {
 }  // namespace
 
 bool pinning_enabled() {
-    const char* e = std::getenv("TESSERA_CUDA_PIN");
-    return !(e && std::strcmp(e, "0") == 0);
+    return !switch_is("TESSERA_CUDA_PIN", "0");
 }
 
 HostStaging::~HostStaging() {

@@ -1,5 +1,6 @@
-// HostBuffer (kernels/host_buffer.h): zero-filled and copied arrays on both of its storages (the
-// heap below host_memory::kMappedFrom, a mapping of their own from it), every element checked.
+// HostBuffer (kernels/host_buffer.h): zero-filled arrays on both of its storages (the heap below
+// host_memory::kMappedFrom, a mapping of their own from it), copied into by copy_on_threads (as a
+// kept chunk input is), every element checked.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -21,7 +22,8 @@ void check_sizes(const std::vector<size_t>& sizes) {
         EXPECT_EQ(nonzero, 0u) << n << " elements";
         std::vector<T> src(n);
         for (size_t i = 0; i < n; ++i) src[i] = static_cast<T>(i * 2654435761u + 7);
-        HostBuffer<T> c(n, src.data());
+        HostBuffer<T> c(n);
+        copy_on_threads(c.data(), src.data(), n);
         size_t differ = 0;
         for (size_t i = 0; i < n; ++i) differ += c[i] != src[i];
         EXPECT_EQ(differ, 0u) << n << " elements";
