@@ -10,6 +10,7 @@
 
 #include "kernels/lap.h"
 #include "kernels/plaquette_bitmap.h"
+#include "kernels/vector_memory.h"
 
 #include <algorithm>
 #include <atomic>
@@ -25,20 +26,8 @@ namespace tessera {
 namespace {
 
 
-// Storage whose elements its owner constructs in its own parallel loop: resize leaves them
-// alone, so a large array's pages are first touched by the threads that use it.
 template <class T>
-struct ConstructLater : std::allocator<T> {
-    static_assert(std::is_trivially_destructible_v<T>);
-    template <class U>
-    struct rebind {
-        using other = ConstructLater<U>;
-    };
-    template <class U>
-    void construct(U*) noexcept {}
-};
-template <class T>
-using Array = std::vector<T, ConstructLater<T>>;
+using Array = UntouchedVector<T>;
 
 inline constexpr int32_t kPartial = -2;  // a node's key is a lower bound: its search goes on
 

@@ -6,6 +6,8 @@
 #include <span>
 #include <vector>
 
+#include "kernels/vector_memory.h"
+
 namespace tessera {
 
 // A tile's component: its root (smallest global pixel index) and valid-pixel count.
@@ -48,7 +50,7 @@ struct PixelState {
 // Words in the backend's own layout, only ever given back to a Region of the same backend,
 // own window and tile grid, whose host arrays hold the same phase and flags (cut bits included).
 struct UnionFindState {
-    std::vector<uint64_t> nodes;  // one (parent, potential) word per pixel of own
+    UntouchedVector<uint64_t> nodes;  // one (parent, potential) word per pixel of own (written whole by its maker)
     std::vector<uint64_t> roots;  // what apply finds the components by (the backend's list)
 };
 

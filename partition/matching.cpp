@@ -1,6 +1,7 @@
 #include "partition/matching.h"
 
 #include "kernels/lap.h"
+#include "kernels/vector_memory.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -147,7 +148,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
         for (int d : dst) send[static_cast<size_t>(d)].push_back(mine[static_cast<size_t>(i)]);
     }
     const std::vector<ClusterResidue> halo = comm.alltoallv(send);
-    send = {};
+    release(send);
     trace("halo");
 
     // Classes that hold a halo residue, or an owned one near the border or on a lake that may
@@ -163,8 +164,8 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     for (int64_t i = 0; i < n_own; ++i)
         (shared_class[static_cast<size_t>(classes.of(owned[static_cast<size_t>(i)]))] ? shared_mine : interior)
             .push_back(mine[static_cast<size_t>(i)]);
-    local = {};
-    mine = {};
+    release(local);
+    release(mine);
     trace("classes");
 
     // Interior classes: this rank alone. Their pair cuts stay inside its region; their ground

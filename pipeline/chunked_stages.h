@@ -24,6 +24,7 @@
 #include "kernels/lap.h"
 #include "kernels/region.h"
 #include "kernels/residue.h"
+#include "kernels/vector_memory.h"
 #include "partition/comm.h"
 #include "partition/error_agreement.h"
 #include "partition/global_solve.h"
@@ -296,7 +297,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         cuts = match_residues(res, view, grid, p.max_pair_distance, comm, ms, &Region::cut_clusters);
     }
     if (run.residues_out) *run.residues_out = std::move(res);
-    res = {};
+    release(res);
     st.residues = ms.residues, st.pairs = ms.pairs, st.ground_cuts = ms.ground_cuts;
     st.lake_joins = ms.lake_joins, st.shared = ms.shared;
     stage("matching");

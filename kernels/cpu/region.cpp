@@ -6,6 +6,7 @@
 #include "kernels/cpu/kernels.h"
 #include "kernels/label_width.h"
 #include "kernels/union_find.h"
+#include "kernels/vector_memory.h"
 
 namespace tessera::cpu {
 
@@ -77,7 +78,9 @@ std::vector<PixelState> Region::strip(const Window& w) const {
 
 RegionComponents Region::union_find() {
     const int64_t T = static_cast<int64_t>(tiles_.size());
-    nodes_.assign(static_cast<size_t>(node_off_.back()), 0);
+    // Every tile's union-find writes all its words: its thread faults its pages in, nothing zeroes them first.
+    nodes_.clear();
+    nodes_.resize(static_cast<size_t>(node_off_.back()));
     tile_recs_.assign(tiles_.size(), {});
     RegionComponents out;
     int64_t conflicts = 0;
@@ -127,8 +130,8 @@ UnionFindState Region::take_union_find() {
     for (const auto& recs : tile_recs_)
         for (const ComponentRecord& r : recs) st.roots.push_back(static_cast<uint64_t>(r.root));
     st.nodes = std::move(nodes_);
-    nodes_ = {};
-    tile_recs_ = {};
+    release(nodes_);
+    release(tile_recs_);
     return st;
 }
 
@@ -172,8 +175,8 @@ void Region::apply(const ComponentAssignment& as) {
             apply_offsets(a_, w, nodes_.data() + node_off_[i], root_rec.data(), as.label_bytes);
         }
     }
-    nodes_ = {};
-    tile_recs_ = {};
+    release(nodes_);
+    release(tile_recs_);
 }
 
 }  // namespace tessera::cpu

@@ -44,7 +44,7 @@ private:
     TileGrid grid_;
     std::vector<int64_t> tiles_;      // tile indices inside own
     std::vector<int64_t> node_off_;   // per own tile, its first node
-    std::vector<uint64_t> nodes_;     // tile-major (parent, potential) words
+    UntouchedVector<uint64_t> nodes_;  // tile-major (parent, potential) words, written whole by each tile's union-find
     std::vector<std::vector<ComponentRecord>> tile_recs_;
 };
 
