@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/kernels.h"
 #include "kernels/label_width.h"
@@ -11,6 +12,8 @@ namespace tessera::cpu {
 int64_t tile_union_find(const RegionArrays& a, const Window& tile, uint64_t* nodes, uint32_t* counts) {
     int64_t conflicts = 0;
     const int64_t cols = tile.cols;
+    // A row's wrap counts from the left and from above, first (vectorized), then the joins in order.
+    std::vector<int32_t> n_left(static_cast<size_t>(cols)), n_up_row(static_cast<size_t>(cols));
     for (int64_t i = 0; i < tile.rows; ++i) {
         const int64_t r = tile.row0 + i;
         const float* ph = a.phase + a.index(r, tile.col0);
@@ -18,6 +21,11 @@ int64_t tile_union_find(const RegionArrays& a, const Window& tile, uint64_t* nod
         const float* ph_up = i > 0 ? a.phase + a.index(r - 1, tile.col0) : nullptr;
         const uint8_t* f_up = i > 0 ? a.flags + a.index(r - 1, tile.col0) : nullptr;
         uint64_t* row = nodes + i * cols;
+        int32_t* nl = n_left.data();
+        int32_t* nu = n_up_row.data();
+        for (int64_t j = 1; j < cols; ++j) nl[j] = wrap_count(ph[j - 1], ph[j]);
+        if (ph_up)
+            for (int64_t j = 0; j < cols; ++j) nu[j] = wrap_count(ph_up[j], ph[j]);
         // The run of pixels joined from the left shares a root, kept in registers:
         // root_p is always a root, and k_p = k(p) - k(root_p).
         uint32_t root_p = 0;
@@ -26,7 +34,7 @@ int64_t tile_union_find(const RegionArrays& a, const Window& tile, uint64_t* nod
             const uint32_t p = static_cast<uint32_t>(i * cols + j);
             // Along a -> b, k(b) - k(a) = -n(a -> b) (section 2).
             if (j > 0 && !(f[j - 1] & kBlockRight)) {
-                k_p -= wrap_count(ph[j - 1], ph[j]);
+                k_p -= nl[j];
             } else {
                 root_p = p;
                 k_p = 0;
@@ -35,7 +43,7 @@ int64_t tile_union_find(const RegionArrays& a, const Window& tile, uint64_t* nod
             if (i > 0 && !(f_up[j] & kBlockDown)) {
                 int32_t k_u;
                 const uint32_t root_u = uf::find(nodes, p - static_cast<uint32_t>(cols), k_u);
-                const int32_t n_up = wrap_count(ph_up[j], ph[j]);
+                const int32_t n_up = nu[j];
                 // k(p) - k(up) = -n_up  =>  K(root_p) - K(root_u) = k_u - n_up - k_p.
                 const int32_t diff = k_u - n_up - k_p;
                 if (root_u == root_p) {
