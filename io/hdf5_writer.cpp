@@ -37,6 +37,7 @@
 #include "io/output_set.h"
 #include "kernels/label_width.h"
 #include "kernels/lap.h"
+#include "kernels/vector_memory.h"
 #include "partition/comm.h"
 
 namespace tessera {
@@ -552,7 +553,7 @@ void Hdf5Writer::write_labels(const std::string& name, const Window& own, const 
     }
     // Parallel HDF5 1.10 writes filtered datasets only collectively, and not with a type
     // conversion: the window goes through a 4-byte copy.
-    std::vector<uint32_t> wide(static_cast<size_t>(std::max<int64_t>(own.size(), 0)));
+    UntouchedVector<uint32_t> wide(static_cast<size_t>(std::max<int64_t>(own.size(), 0)));  // every element copied below
     if (data)
         with_label_type(bytes, [&](auto l) {
             const auto* src = static_cast<const decltype(l)*>(data);

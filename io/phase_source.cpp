@@ -11,6 +11,7 @@
 
 #include "io/column_pieces.h"
 #include "kernels/host_buffer.h"
+#include "kernels/vector_memory.h"
 
 namespace tessera {
 
@@ -211,7 +212,7 @@ public:
 
     InputRanges fill(const RegionArrays& a, const RowsReady&) const override {
         const Window& w = a.buf;
-        std::vector<uint8_t> valid(static_cast<size_t>(w.size()));
+        UntouchedVector<uint8_t> valid(static_cast<size_t>(w.size()));  // written whole on the threads below
 #pragma omp parallel for schedule(static)
         for (int64_t r = w.row0; r < w.row0 + w.rows; ++r)
             for (int64_t c = w.col0; c < w.col0 + w.cols; ++c) {
