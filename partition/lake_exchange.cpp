@@ -111,12 +111,13 @@ bool GlobalLakes::unreliable(int64_t r, int64_t c) const {
     return false;
 }
 
+// Own pixels: one run lookup each (a residue's four corners ask for every one of them).
 int64_t GlobalLakes::at(int64_t r, int64_t c) const {
-    if (!unreliable(r, c)) return kNoLake;
     if (own_.contains(r, c)) {
         const int64_t run = local_.run_at(r, c);
-        return resolve(local_.piece(run), local_.piece_on_image_border(run));
+        return run < 0 ? kNoLake : resolve(local_.piece(run), local_.piece_on_image_border(run));
     }
+    if (!unreliable(r, c)) return kNoLake;
     const Published* p = published_at(r, c);
     return p ? resolve(p->piece, p->grounded != 0) : kNoLake;
 }
@@ -127,9 +128,9 @@ bool GlobalLakes::none() const {
 }
 
 bool GlobalLakes::reaches_out(int64_t r, int64_t c) const {
-    if (!unreliable(r, c)) return false;
-    if (!own_.contains(r, c)) return true;
-    return local_.piece_on_window_border(local_.run_at(r, c));
+    if (!own_.contains(r, c)) return unreliable(r, c);
+    const int64_t run = local_.run_at(r, c);
+    return run >= 0 && local_.piece_on_window_border(run);
 }
 
 }  // namespace tessera
