@@ -1,7 +1,7 @@
 // Plain data that crosses module boundaries (ARCHITECTURE.md sections 2 and 6).
 #pragma once
-#include <bit>
 #include <cstdint>
+#include <cstring>
 
 namespace tessera {
 
@@ -55,7 +55,9 @@ struct RegionArrays {
 inline int32_t wrap_count(float phi_a, float phi_b) {
     const float d = phi_b - phi_a;
     const float sum = d * kInvTwoPiF + 0x1.8p23f;
-    return static_cast<int32_t>(std::bit_cast<uint32_t>(sum) - 0x4B400000u);
+    uint32_t bits;
+    std::memcpy(&bits, &sum, sizeof bits);  // a register move (std::bit_cast is C++20; nvcc builds C++17)
+    return static_cast<int32_t>(bits - 0x4B400000u);
 }
 
 }  // namespace tessera
