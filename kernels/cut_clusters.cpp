@@ -26,9 +26,6 @@ namespace tessera {
 namespace {
 
 
-template <class T>
-using Array = UntouchedVector<T>;
-
 inline constexpr int32_t kPartial = -2;  // a node's key is a lower bound: its search goes on
 
 class Clusters {
@@ -77,16 +74,16 @@ public:
         }
         const double t_first = clock.next_ms();
         const size_t N = static_cast<size_t>(ground_) + 1;
-        Array<int32_t> open(static_cast<size_t>(n_)), next, slot(N);  // lakes start balanced: closed
-        Array<uint32_t> stamp(N);
+        UntouchedVector<int32_t> open(static_cast<size_t>(n_)), next, slot(N);  // lakes start balanced: closed
+        UntouchedVector<uint32_t> stamp(N);
 #pragma omp parallel for schedule(static) if (N >= kThreadsFrom)
         for (size_t v = 0; v < N; ++v) {
             if (v < static_cast<size_t>(n_)) open[v] = static_cast<int32_t>(v);
             slot[v] = -1, stamp[v] = 0;
         }
-        Array<Pick> pick;
-        Array<int64_t> at;  // each pick's place among the cuts, or -1
-        Array<int32_t> lower, upper;  // each cut's lower-id residue and its other end (-1: ground)
+        UntouchedVector<Pick> pick;
+        UntouchedVector<int64_t> at;  // each pick's place among the cuts, or -1
+        UntouchedVector<int32_t> lower, upper;  // each cut's lower-id residue and its other end (-1: ground)
         lower.reserve(static_cast<size_t>(n_)), upper.reserve(static_cast<size_t>(n_));  // one cut a residue at most
         uint32_t rounds = 0;
         for (uint32_t round = 1; !open.empty(); ++round) {
@@ -164,8 +161,8 @@ private:
     // cluster that picked nothing (closed, or the ground) or the lower of two that picked each
     // other; pointer jumping finds it, then each tree's clusters join its root, trees on threads.
     // Which thread joins what changes heap shapes and list orders, never a search's answer.
-    void join_on_threads(const Array<int32_t>& open, const Array<Pick>& pick, const Array<int32_t>& slot,
-                         Array<int32_t>& roots) {
+    void join_on_threads(const UntouchedVector<int32_t>& open, const UntouchedVector<Pick>& pick, const UntouchedVector<int32_t>& slot,
+                         UntouchedVector<int32_t>& roots) {
         const int64_t n = static_cast<int64_t>(open.size());
         auto link = [&](int32_t x) { return std::atomic_ref<int32_t>(link_[static_cast<size_t>(x)]); };
         if (link_.empty()) link_.resize(parent_.size()), group_.resize(parent_.size()), head_.resize(parent_.size());
@@ -191,7 +188,7 @@ private:
         for (int64_t i = 0; i < n; ++i)
             std::atomic_ref<int32_t>(head_[static_cast<size_t>(link_[static_cast<size_t>(open[static_cast<size_t>(i)])])])
                 .store(-1, std::memory_order_relaxed);
-        Array<uint8_t> opens(static_cast<size_t>(n));  // this pick's cluster was its root's first
+        UntouchedVector<uint8_t> opens(static_cast<size_t>(n));  // this pick's cluster was its root's first
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < n; ++i) {
             const int32_t x = open[static_cast<size_t>(i)], r = link_[static_cast<size_t>(x)];
@@ -231,7 +228,7 @@ private:
 
     // The cuts, appended to `out` in cut_order: counted by their lower-id residue's index
     // (residues are in id order); a residue's few cuts by their other end (the ground last).
-    void emit_cuts(const Array<int32_t>& lower, const Array<int32_t>& upper, std::vector<Cut>& out) const {
+    void emit_cuts(const UntouchedVector<int32_t>& lower, const UntouchedVector<int32_t>& upper, std::vector<Cut>& out) const {
         const int64_t m = static_cast<int64_t>(lower.size());
         const bool threads = static_cast<size_t>(m) >= kThreadsFrom;
         std::vector<int64_t> start(static_cast<size_t>(n_) + 1, 0);
@@ -239,7 +236,7 @@ private:
         for (int64_t k = 0; k < m; ++k)
             std::atomic_ref<int64_t>(start[static_cast<size_t>(lower[static_cast<size_t>(k)]) + 1]).fetch_add(1, std::memory_order_relaxed);
         for (size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
-        Array<int32_t> other(lower.size());
+        UntouchedVector<int32_t> other(lower.size());
         {
             std::vector<int64_t> fill(start.begin(), start.end() - 1);
 #pragma omp parallel for schedule(static) if (threads)
@@ -370,17 +367,17 @@ private:
     int64_t H_, W_, radius_;
     int32_t n_, ground_ = 0;
     std::vector<int64_t> lake_ids_;
-    Array<int32_t> parent_, size_, next_member_, last_member_;  // root; a root's member list
-    Array<int32_t> link_, group_, head_;  // join_on_threads: tree links; a root's joining clusters
-    Array<int64_t> charge_;
+    UntouchedVector<int32_t> parent_, size_, next_member_, last_member_;  // root; a root's member list
+    UntouchedVector<int32_t> link_, group_, head_;  // join_on_threads: tree links; a root's joining clusters
+    UntouchedVector<int64_t> charge_;
     // Per node (residues, then lakes): its best edge, the heap links, the cluster's heap top.
     struct Node {  // one cache line's worth: a heap step touches one place
         EdgeKey key;
         int32_t target = -1, child = -1, sibling = -1;
     };
-    Array<Node> node_;
-    Array<int32_t> heap_;
-    Array<RingCursor> cursor_;
+    UntouchedVector<Node> node_;
+    UntouchedVector<int32_t> heap_;
+    UntouchedVector<RingCursor> cursor_;
     std::vector<int64_t> adj_start_, lake_cursor_;
     std::vector<int32_t> adj_;
     PlaquetteBitmap occupied_;

@@ -129,8 +129,7 @@ UnionFindState Region::take_union_find() {
     UnionFindState st;
     for (const auto& recs : tile_recs_)
         for (const ComponentRecord& r : recs) st.roots.push_back(static_cast<uint64_t>(r.root));
-    st.nodes = std::move(nodes_);
-    release(nodes_);
+    st.nodes = std::move(nodes_);  // leaves nodes_ empty
     release(tile_recs_);
     return st;
 }
