@@ -4,8 +4,8 @@
 #    scene), 2 ranks sharing the GPU in chunks, all against the CPU backend in one piece.
 # 2. End to end through GDAL and HDF5 (holes with coherence): in one piece (GeoTIFF blocks read
 #    past GDAL's block cache, or through it) against streamed (the inputs kept from the first pass, or
-#    read in every pass; MODES_EXTRA="ENV=V OPTIONS;..." adds runs; MOSAIC_ENVS="ENV=V ..." runs the
-#    mosaic once per setting), seconds and Gpx/s, per stage.
+#    read in every pass; MODES_EXTRA="ENV=V OPTIONS;..." adds runs; MOSAIC_MODES="ENV=V OPTIONS;..."
+#    runs the mosaic once per setting, X=1 by default), seconds and Gpx/s, per stage.
 #   bash jobs/gpu/device_streamed.sh BUNDLE_DIR "16384 32768" [MOSAIC_ROWSxCOLS]
 set -u
 b=$1 sizes=${2:-"16384"} mosaic=${3:-}
@@ -61,13 +61,15 @@ if [ -n "$mosaic" ]; then
     echo "</VRTRasterBand></VRTDataset>"
   } > "$d/mosaic.vrt"
   tessera plan "$d/mosaic.vrt" --backend cuda
-  for env in ${MOSAIC_ENVS:-X=1}; do
+  IFS=';' read -r -a mmodes <<<"${MOSAIC_MODES:-X=1}"
+  for mode in "${mmodes[@]}"; do
+    env=${mode%% *} extra=; [ "$env" = "$mode" ] || extra=${mode#* }
     rm -f "$d/out.h5"
     t0=$(date +%s.%N)
-    env $env TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 "$d/mosaic.vrt" "$d/out.h5" 2>&1 |
-      grep -E "chunks/|unwrap |^tessera: [a-z_]+ +[0-9]|Mpixel|error" | tr -s ' ' | tr '\n' ';'
+    env $env TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 $extra "$d/mosaic.vrt" "$d/out.h5" 2>&1 |
+      tee -a "${OUT:-$d}/mosaic_trace.log" | grep -E "chunks/|unwrap |^tessera: [a-z_]+ +[0-9]|Mpixel|error" | tr -s ' ' | tr '\n' ';'
     echo " wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
-    echo " <- mosaic $mosaic $env"
+    echo " <- mosaic $mosaic $mode"
   done
 fi
 rm -rf "$d"

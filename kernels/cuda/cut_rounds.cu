@@ -1,7 +1,9 @@
-// The rule's rounds on the device (kernels/cut_rounds.h): large rounds as one kernel a step
-// over the round's lists; once few nodes are open (the serial tail: a few clusters each taking
-// one neighbour a round, thousands of rounds) one block runs round after round in one launch,
-// __syncthreads between the steps, so launches stop costing a round.
+// The rule's rounds on the device (kernels/cut_rounds.h): the largest rounds as one kernel a
+// step over the round's lists; rounds of fewer nodes (long tails of many clusters: seams of a
+// mosaic, each open cluster taking one neighbour a round) on a cooperative grid, round after
+// round in one launch, grid syncs between the steps; once few nodes are open (the serial tail)
+// one block runs round after round, __syncthreads between the steps.
+#include <cooperative_groups.h>
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
@@ -23,8 +25,11 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kBlockThreads = 1024;
 // Rounds with at most kBlockFrom active nodes go to the one-block kernel, which keeps them
-// until more than kBlockUpTo are active.
-constexpr int32_t kBlockFrom = 32768, kBlockUpTo = 131072;
+// until more than kBlockUpTo are active; rounds up to kGridUpTo to the cooperative grid. (H100,
+// bench/results/gpu_h100_grid_rounds.md: the 16384² topo mosaic's tail of many open clusters
+// took 1.7 ms a round in one block from 32768, 0.1 ms on the grid; one open cluster's tail
+// stays in one block.)
+constexpr int32_t kBlockFrom = 8192, kBlockUpTo = 32768, kGridUpTo = 1 << 21;
 constexpr int kWideBatch = 4;
 
 __global__ void step_kernel(RoundState s, RoundStep which) {
@@ -358,6 +363,63 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
     if (clk && threadIdx.x < 2 * kRoundSteps) clk[threadIdx.x] += t_step[threadIdx.x];
 }
 
+// Rounds on a cooperative grid (every block resident) while more than min_work and at most
+// max_work nodes are active and a cluster is open: the wide steps in order, a grid sync after
+// each step that runs, empty steps skipped (counts in global memory, read by every thread after
+// a sync: uniform), as block_rounds does in one block. Saves the ~17 launches of a wide round.
+// A search (or full search) keeps the cached keys that stand, a thread each, and lists the
+// others (slow, n_slow: zero between rounds), which warps then walk (warp_search): a round's
+// search is its longest walk, 32 * walk ring positions a step instead of one.
+__global__ void __launch_bounds__(kBlockThreads) grid_rounds(RoundState s, int32_t min_work, int32_t max_work,
+                                                              int32_t* slow, int32_t* n_slow, int warp_walk) {
+    cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+    __shared__ SampleSort::TempStorage temp;
+    const int32_t stride = static_cast<int32_t>(gridDim.x * blockDim.x);
+    const int32_t me = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x);
+    for (;;) {
+        const int32_t active = s.get(&s.counts->active), open = s.get(&s.counts->open);
+        const int32_t work = active + (s.get(&s.counts->bopen) ? s.get(&s.counts->hot) : 0);
+        const bool stop = open == 0 || work <= min_work || work > max_work || s.get(&s.counts->broken);
+        grid.sync();  // every thread has read the counts before any step changes them
+        if (stop) return;
+        bool synced = true;
+        for (int k = 0; k < kRoundSteps; ++k) {
+            const RoundStep which = static_cast<RoundStep>(k);
+            const bool single = which == kCheck || which == kTheta || which == kFinish;
+            const int32_t n = which == kSort ? s.get(&s.counts->full) : s.step_count(which);
+            if (n == 0) {
+                synced = false;
+                continue;
+            }
+            if (single && !synced) grid.sync();  // thread 0 changes counts others may still read
+            if (which == kSort) {
+                if (blockIdx.x == 0) sort_sample(s, temp);
+            } else if (single) {
+                if (me == 0) s.step(which, 0);
+            } else if ((which == kSearch || which == kFull) && warp_walk) {
+                for (int32_t i = me; i < n; i += stride) {
+                    const int32_t v = which == kSearch ? s.search_vertex(i) : s.ld(s.bmem + i), rv = s.ld(s.label + v);
+                    uint64_t key;
+                    if (s.cached_best(v, rv, key)) {
+                        if (key < s.ld(s.best + rv)) hd::atomic_min(s.best + rv, key);
+                    } else {
+                        hd::store(slow + hd::claim_slot(n_slow), v);
+                    }
+                }
+                grid.sync();
+                const int32_t m = *static_cast<volatile int32_t*>(n_slow);
+                for (int32_t j = me / 32; j < m; j += stride / 32) warp_search(s, hd::load(slow + j), warp_walk);
+                grid.sync();  // every thread has read n_slow
+                if (me == 0) *static_cast<volatile int32_t*>(n_slow) = 0;
+            } else {
+                for (int32_t i = me; i < n; i += stride) s.step(which, i);
+            }
+            grid.sync();
+            synced = true;
+        }
+    }
+}
+
 __global__ void init_kernel(RoundState s, const int32_t* sign) {
     const int32_t N = s.n + s.L + 1;
     for (int32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < N; v += gridDim.x * blockDim.x) {
@@ -526,6 +588,23 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     // TESSERA_FUSE_ONE=0: one open cluster's pick..wake as separate steps (as before).
     const char* fuse_env = std::getenv("TESSERA_FUSE_ONE");
     int fuse_one = fuse_env ? std::atoi(fuse_env) : 1;
+    // TESSERA_GRID_ROUNDS=0: every round above the one-block kernel's as wide kernels (as before);
+    // TESSERA_BLOCK_FROM: the one-block kernel's threshold (tests: small, so the wide forms run).
+    const char* grid_env = std::getenv("TESSERA_GRID_ROUNDS");
+    const char* from_env = std::getenv("TESSERA_BLOCK_FROM");
+    const int32_t block_from = from_env ? std::max(0, std::atoi(from_env)) : kBlockFrom;
+    const int32_t block_up_to = from_env ? 4 * block_from : kBlockUpTo;
+    int grid_blocks = 0;
+    if (!grid_env || std::atoi(grid_env) != 0) {
+        int dev = 0, sms = 0, per_sm = 0, coop = 0;
+        check(cudaGetDevice(&dev), "cut rounds: device");
+        check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cut rounds: device");
+        check(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev), "cut rounds: device");
+        check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grid_rounds, kBlockThreads, 0), "cut rounds: occupancy");
+        grid_blocks = coop ? sms * per_sm : 0;
+    }
+    StreamBuffer<int32_t> slow(grid_blocks > 0 ? N + 1 : 0, s, "cut rounds: searches for warps");
+    if (grid_blocks > 0) check(cudaMemsetAsync(slow.get() + N, 0, sizeof(int32_t), s), "cut rounds: searches for warps");
     const char* help_env = std::getenv("TESSERA_HELP_MIN");
     int32_t help_min = help_env ? std::atoi(help_env) : kBlockThreads / 4;
     StreamBuffer<HelpJob> job(1, s, "cut rounds: help job");
@@ -546,10 +625,29 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     }
     for (;;) {
         if (counts.open == 0) break;
-        const bool block = counts.active + (counts.bopen ? counts.hot : 0) <= kBlockFrom;
-        if (block) {
+        const int32_t work = counts.active + (counts.bopen ? counts.hot : 0);
+        const bool block = work <= block_from;
+        bool gridded = false;
+        if (!block && grid_blocks > 0 && work <= kGridUpTo) {
+            int32_t min_work = block_from, max_work = kGridUpTo;
+            int32_t* slow_p = slow.get();
+            int32_t* n_slow_p = slow.get() + N;
+            void* args[] = {&st, &min_work, &max_work, &slow_p, &n_slow_p, &warp_walk};
+            const cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(grid_rounds), dim3(grid_blocks),
+                                                              dim3(kBlockThreads), args, 0, s);
+            if (e == cudaErrorCooperativeLaunchTooLarge) {
+                (void)cudaGetLastError();  // fewer SMs than the device has (MPS, a partition): wide kernels
+                grid_blocks = 0;
+            } else {
+                check(e, "cut rounds: cooperative launch");
+                gridded = true;
+                ++times.grid_launches;
+            }
+        }
+        if (gridded) {
+        } else if (block) {
             if (trace_probes) check(cudaMemsetAsync(probes.get(), 0, 4 * sizeof(uint64_t), s), "cut rounds: trace");
-            int32_t max_active = kBlockUpTo;
+            int32_t max_active = block_up_to;
             unsigned long long* clk_p = trace ? clk.get() : nullptr;
             HelpJob* job_p = job.get();
             RoundCounts* mirror_p = mirror.get();
@@ -595,25 +693,26 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         check(cudaMemcpyAsync(&counts, dcounts.get(), sizeof counts, cudaMemcpyDeviceToHost, s), "cut rounds: counts");
         check(cudaStreamSynchronize(s), "cut rounds: rounds");
         const double ms = ms_since(t);
-        (block ? times.block : times.wide) += ms;
+        (gridded ? times.grid : block ? times.block : times.wide) += ms;
         if (trace_probes && block) {
             uint64_t p[4];
             check(cudaMemcpy(p, probes.get(), sizeof p, cudaMemcpyDeviceToHost), "cut rounds: trace");
             for (int j = 0; j < 4; ++j) tail_probes[j] += p[j];
         }
-        if (block) times.block_rounds += counts.round - round_before;
+        if (gridded) times.grid_rounds += counts.round - round_before;
+        else if (block) times.block_rounds += counts.round - round_before;
         if (trace && ++trace_lines <= 200)
             std::fprintf(stderr,
                          "tessera: device rule %s to round %d: %d active, %d open, %d cuts, parked %d (%d members, %d hot; "
                          "%d full searches, %d scans, %d parks), %.2f ms\n",
-                         block ? "one block" : "wide", counts.round, counts.active, counts.open, counts.cuts, counts.big,
+                         gridded ? "grid" : block ? "one block" : "wide", counts.round, counts.active, counts.open, counts.cuts, counts.big,
                          counts.bcount, counts.hot, counts.fulls, counts.scans, counts.parks, ms);
         if (counts.broken)
             throw std::runtime_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken in round " +
                                      std::to_string(counts.round));
     }
     times.rounds = counts.round - 1;
-    times.wide_rounds = times.rounds - times.block_rounds;
+    times.wide_rounds = times.rounds - times.block_rounds - times.grid_rounds;
     times.searched = counts.searched;
     if (trace && times.block_launches) {
         unsigned long long c[2 * kRoundSteps];

@@ -27,8 +27,8 @@ struct RoundArrays {
 
 // Where the device rule's time goes (TESSERA_TRACE), milliseconds, each phase synchronised.
 struct RoundTimes {
-    double upload = 0, wide = 0, block = 0, sort = 0, download = 0;
-    int32_t rounds = 0, wide_rounds = 0, block_rounds = 0, block_launches = 0;
+    double upload = 0, wide = 0, grid = 0, block = 0, sort = 0, download = 0;
+    int32_t rounds = 0, wide_rounds = 0, grid_rounds = 0, block_rounds = 0, block_launches = 0, grid_launches = 0;
     int64_t searched = 0;  // node searches over all rounds
 };
 

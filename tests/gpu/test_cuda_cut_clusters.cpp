@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/synth.h"
@@ -97,6 +98,37 @@ TEST(CudaCutClusters, TailKernelVariantsEqualTheHostRule) {
     }
     unsetenv("TESSERA_BLOCK_MODE"), unsetenv("TESSERA_HELP_MIN"), unsetenv("TESSERA_WARP_WALK");
     unsetenv("TESSERA_FUSE_ONE");
+}
+
+// The forms above the one-block kernel (kernels/cuda/cut_rounds.cu): rounds on the cooperative
+// grid (the default) and one kernel a step, with the one-block kernel's threshold lowered so
+// that they run nearly every round, tails of many open clusters too (a mosaic's seams).
+TEST(CudaCutClusters, WideRoundFormsEqualTheHostRule) {
+    SKIP_WITHOUT_GPU();
+    setenv("TESSERA_BLOCK_FROM", "8", 1);
+    // Grid rounds with searches walked by warps (the default) and by a thread each; wide kernels.
+    for (auto [grid, walk] : {std::pair{"1", "2"}, std::pair{"1", "0"}, std::pair{"0", "2"}}) {
+        setenv("TESSERA_GRID_ROUNDS", grid, 1), setenv("TESSERA_WARP_WALK", walk, 1);
+        const std::string t = std::string(" grid rounds ") + grid + " warp walk " + walk;
+        for (const RoundTuning& tune : {RoundTuning{}, RoundTuning{8, 4, 16, 2}}) {
+            for (const testing::ResidueCase& cs : testing::kRuleCases)
+                for (int64_t R : {int64_t{4}, int64_t{16}})
+                    expect_device_equals_host(testing::residue_case(cs), cs.H, cs.W, R,
+                                              "random seed " + std::to_string(cs.seed) + t, tune);
+            expect_device_equals_host(testing::pair_field_with_one_charge(400, 440, 4, 25u, 3), 400, 440, 16, "tail" + t, tune);
+        }
+        const SynthScene base = make_scene("topo", 256, 256, 5);
+        SynthScene m;  // 4 x 4 copies: seams of residues, many clusters open for many rounds
+        m.rows = m.cols = 1024;
+        m.wrapped.resize(1024 * 1024), m.coherence.resize(1024 * 1024), m.truth.resize(1024 * 1024);
+        for (int64_t r = 0; r < 1024; ++r)
+            for (int64_t c = 0; c < 1024; ++c) {
+                const size_t to = static_cast<size_t>(r * 1024 + c), from = static_cast<size_t>((r % 256) * 256 + c % 256);
+                m.wrapped[to] = base.wrapped[from], m.coherence[to] = base.coherence[from], m.truth[to] = base.truth[from];
+            }
+        expect_device_equals_host(testing::scene_cluster_residues(m), m.rows, m.cols, 16, "topo mosaic" + t);
+    }
+    unsetenv("TESSERA_BLOCK_FROM"), unsetenv("TESSERA_GRID_ROUNDS"), unsetenv("TESSERA_WARP_WALK");
 }
 
 TEST(CudaCutClusters, SceneResiduesEqualTheHostRule) {
