@@ -141,6 +141,8 @@ enum RoundStep : int32_t {
     kWakeJoin, kScan, kRelabel, kFinish
 };
 inline constexpr int kRoundSteps = kFinish + 1;
+// Steps one thread runs (they change the counts).
+TESSERA_HOSTDEV inline bool single_step(RoundStep s) { return s == kCheck || s == kTheta || s == kFinish; }
 
 // Sample of the parked cluster's keys that sets theta (one block sorts it on the device).
 inline constexpr int32_t kThetaSample = 4096;
@@ -236,6 +238,8 @@ struct RoundState {
     TESSERA_HOSTDEV int32_t nodes() const { return n + L + 1; }
     TESSERA_HOSTDEV bool is_open(int32_t r) const { return r != G && ld(charge + r) != 0; }
     TESSERA_HOSTDEV int32_t counts_round() const { return get(&counts->round); }
+    // A round's size, by which the drivers choose their form: its active nodes and the parked cluster's hot set.
+    TESSERA_HOSTDEV int32_t work() const { return get(&counts->active) + (get(&counts->bopen) ? get(&counts->hot) : 0); }
     // The counts: in global memory (wide steps) or in the one-block kernel's shared memory, so
     // read and written as volatile words through a generic address (atomics on them too).
     template <class T>

@@ -70,6 +70,7 @@ Plan make_plan(const PlanRequest& req, const std::string& input) {
         int64_t rows = std::min(rows_fitting(req.host_limit, reserved, per.host, "--memory-limit"),
                                 rows_fitting(req.device_limit, 0, per.device, "--gpu-memory-limit"));
         if (req.cuda) rows = std::min(rows, std::max<int64_t>(1, (kDeviceWindowPixels / max_cols - 1) / tile));
+        rows = std::min(rows, (trows + kMinStreamedChunks - 1) / kMinStreamedChunks);
         if (req.chunk_rows > 0) rows = std::clamp<int64_t>(req.chunk_rows / tile, 1, trows);
         return std::max<int64_t>(rows, 1);
     };

@@ -67,6 +67,9 @@ struct Plan {
 inline constexpr double kChunkShare = 0.75;
 // A cuda::Region's window stays below 2^32 pixels (its 32-bit pixel indices).
 inline constexpr int64_t kDeviceWindowPixels = (int64_t{1} << 32) - 1;
+// A streamed run takes at least this many chunks on its largest rank (fewer where it has fewer
+// tile rows): a pass overlaps reading, working and writing only across its chunks.
+inline constexpr int64_t kMinStreamedChunks = 4;
 
 // A streamed run's scratch (--scratch, section 5.1), per chunk: phase and flags over its buffer
 // (own rows plus the halo), a union-find word over its own pixels; plus a root list whose length

@@ -1,8 +1,8 @@
-// The rule's rounds on the device (kernels/cut_rounds.h): the largest rounds as one kernel a
-// step over the round's lists; rounds of fewer nodes (long tails of many clusters: seams of a
-// mosaic, each open cluster taking one neighbour a round) on a cooperative grid, round after
-// round in one launch, grid syncs between the steps; once few nodes are open (the serial tail)
-// one block runs round after round, __syncthreads between the steps.
+// The rule's rounds on the device (kernels/cut_rounds.h): on a cooperative grid, round after
+// round in one launch, grid syncs between the steps (the large first rounds, and long tails of
+// many clusters: seams of a mosaic, each open cluster taking one neighbour a round); once few
+// nodes are open (the serial tail) one block runs round after round, __syncthreads between the
+// steps; one kernel a step over the round's lists where a cooperative launch is refused.
 #include <cooperative_groups.h>
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -25,11 +26,12 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kBlockThreads = 1024;
 // Rounds with at most kBlockFrom active nodes go to the one-block kernel, which keeps them
-// until more than kBlockUpTo are active; rounds up to kGridUpTo to the cooperative grid. (H100,
+// until more than kBlockUpTo are active; larger rounds to the cooperative grid (one kernel a
+// step only where it cannot launch, or above TESSERA_GRID_UP_TO). H100,
 // bench/results/gpu_h100_grid_rounds.md: the 16384² topo mosaic's tail of many open clusters
-// took 1.7 ms a round in one block from 32768, 0.1 ms on the grid; one open cluster's tail
-// stays in one block.)
-constexpr int32_t kBlockFrom = 8192, kBlockUpTo = 32768, kGridUpTo = 1 << 21;
+// took 1.7 ms a round in one block from 32768, 0.1 ms on the grid; holes 32768²'s rounds of
+// 2-4 M active nodes 1.9 ms as kernels, 1.3 on the grid; one open cluster's tail stays in one block.
+constexpr int32_t kBlockFrom = 8192, kBlockUpTo = 32768, kGridUpTo = std::numeric_limits<int32_t>::max();
 constexpr int kWideBatch = 4;
 
 __global__ void step_kernel(RoundState s, RoundStep which) {
@@ -259,8 +261,7 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
     __syncthreads();
     long long t0 = clock64();
     for (;;) {
-        const int32_t active = s.get(&s.counts->active), open = s.get(&s.counts->open);
-        const int32_t work = active + (s.get(&s.counts->bopen) ? s.get(&s.counts->hot) : 0);
+        const int32_t open = s.get(&s.counts->open), work = s.work();
         const bool stop = open == 0 || work > max_active || s.get(&s.counts->broken);
         // Every thread has read the counts before thread 0 changes them. Fused (TESSERA_FUSE_ONE):
         // no barrier: the first step to change these counts (check, single; fix's park, after
@@ -270,7 +271,7 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
         bool synced = true;
         for (int k = 0; k < kRoundSteps; ++k) {
             const RoundStep which = static_cast<RoundStep>(k);
-            const bool single = which == kCheck || which == kTheta || which == kFinish;
+            const bool single = single_step(which);
             const int32_t n = which == kSort ? s.get(&s.counts->full) : s.step_count(which);
             if (fast && n == 0 && !(which == kSift && fuse && s.one_open())) {
                 synced = false;
@@ -377,15 +378,14 @@ __global__ void __launch_bounds__(kBlockThreads) grid_rounds(RoundState s, int32
     const int32_t stride = static_cast<int32_t>(gridDim.x * blockDim.x);
     const int32_t me = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x);
     for (;;) {
-        const int32_t active = s.get(&s.counts->active), open = s.get(&s.counts->open);
-        const int32_t work = active + (s.get(&s.counts->bopen) ? s.get(&s.counts->hot) : 0);
+        const int32_t open = s.get(&s.counts->open), work = s.work();
         const bool stop = open == 0 || work <= min_work || work > max_work || s.get(&s.counts->broken);
         grid.sync();  // every thread has read the counts before any step changes them
         if (stop) return;
         bool synced = true;
         for (int k = 0; k < kRoundSteps; ++k) {
             const RoundStep which = static_cast<RoundStep>(k);
-            const bool single = which == kCheck || which == kTheta || which == kFinish;
+            const bool single = single_step(which);
             const int32_t n = which == kSort ? s.get(&s.counts->full) : s.step_count(which);
             if (n == 0) {
                 synced = false;
@@ -594,6 +594,8 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     const char* from_env = std::getenv("TESSERA_BLOCK_FROM");
     const int32_t block_from = from_env ? std::max(0, std::atoi(from_env)) : kBlockFrom;
     const int32_t block_up_to = from_env ? 4 * block_from : kBlockUpTo;
+    const char* grid_up_env = std::getenv("TESSERA_GRID_UP_TO");  // rounds above it: one kernel a step
+    const int32_t grid_up_to = grid_up_env ? std::atoi(grid_up_env) : kGridUpTo;
     int grid_blocks = 0;
     if (!grid_env || std::atoi(grid_env) != 0) {
         int dev = 0, sms = 0, per_sm = 0, coop = 0;
@@ -628,8 +630,8 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         const int32_t work = counts.active + (counts.bopen ? counts.hot : 0);
         const bool block = work <= block_from;
         bool gridded = false;
-        if (!block && grid_blocks > 0 && work <= kGridUpTo) {
-            int32_t min_work = block_from, max_work = kGridUpTo;
+        if (!block && grid_blocks > 0 && work <= grid_up_to) {
+            int32_t min_work = block_from, max_work = grid_up_to;
             int32_t* slow_p = slow.get();
             int32_t* n_slow_p = slow.get() + N;
             void* args[] = {&st, &min_work, &max_work, &slow_p, &n_slow_p, &warp_walk};
@@ -680,7 +682,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
                     const RoundStep which = static_cast<RoundStep>(k);
                     if (which == kSort) {
                         sort_kernel<<<1, kBlockThreads, 0, s>>>(st);
-                    } else if (which == kCheck || which == kTheta || which == kFinish) {
+                    } else if (single_step(which)) {
                         single_kernel<<<1, 1, 0, s>>>(st, which);
                     } else {
                         step_kernel<<<grid_for(wide_estimate(counts, which, static_cast<int64_t>(N))), kThreads, 0, s>>>(st, which);

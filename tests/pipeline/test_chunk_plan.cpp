@@ -37,6 +37,19 @@ TEST(ChunkPlan, HostLimitGivesChunksThatFitIt) {
     EXPECT_LE(make_plan(q, "in.tif").tile_rows, p.tile_rows);
 }
 
+TEST(ChunkPlan, StreamedRunsTakeAtLeastFourChunks) {
+    // A NISAR-size frame on one GPU without limits: the device window's 2^32 pixels alone would
+    // give 2 chunks (59 and 10 tile rows); a pass overlaps its reads and writes only across chunks.
+    PlanRequest q;
+    q.H = 69696, q.W = 70560, q.tile = 1024, q.cuda = true;
+    const Plan p = make_plan(q, "in.tif");
+    EXPECT_TRUE(p.streamed);
+    EXPECT_EQ(p.tile_rows, 18);  // ceil(69 tile rows / 4)
+    EXPECT_EQ(p.chunks, 4);
+    q.chunk_rows = 59 * 1024;  // asked for: as asked
+    EXPECT_EQ(make_plan(q, "in.tif").chunks, 2);
+}
+
 TEST(ChunkPlan, ScratchReplacesTheThirdReadAndCountsItsBytes) {
     PlanRequest q;
     q.H = 5000, q.W = 3000, q.tile = 512, q.chunk_rows = 1024, q.input_bytes_per_pixel = 8;
