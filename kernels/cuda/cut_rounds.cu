@@ -647,6 +647,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
             }
         }
         if (gridded) {
+            // The grid ran rounds until theirs left its range: the counts below say where to go on.
         } else if (block) {
             if (trace_probes) check(cudaMemsetAsync(probes.get(), 0, 4 * sizeof(uint64_t), s), "cut rounds: trace");
             int32_t max_active = block_up_to;
