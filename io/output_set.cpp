@@ -130,25 +130,31 @@ void install_signal_cleanup() {
 
 std::string create_temporary(const std::string& final_path) {
     if (final_path.empty()) throw InputError(final_path, "empty output path");
-    std::string name = final_path + ".tmp.XXXXXX";
-    // mkstemp: O_CREAT | O_EXCL, so neither an existing file nor a planted link is ever opened.
-    const int fd = mkostemp(name.data(), O_CLOEXEC);
-    if (fd < 0) {
-        const int e = errno;
-        std::string dir = final_path.substr(0, final_path.find_last_of('/') == std::string::npos
-                                                   ? 0
-                                                   : final_path.find_last_of('/'));
-        if (dir.empty()) dir = final_path.find('/') == 0 ? "/" : ".";
-        struct stat st {};
-        if (e == ENOENT && stat(dir.c_str(), &st) != 0)
-            throw InputError(final_path, "output directory '" + dir + "' does not exist");
-        if (e == ENOTDIR) throw InputError(final_path, "output directory '" + dir + "' is not a directory");
-        throw InputError(final_path, "output directory '" + dir + "' is not writable (" + std::strerror(e) + ")");
+    static const char kChars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    static thread_local std::mt19937_64 rng(std::random_device{}());
+    int e = EEXIST;
+    for (int attempt = 0; attempt < 64 && e == EEXIST; ++attempt) {
+        std::string name = final_path + ".tmp.XXXXXX";
+        for (size_t i = name.size() - 6; i < name.size(); ++i) name[i] = kChars[rng() % (sizeof kChars - 1)];
+        // Registered before it exists, so a signal that ends the run removes it whenever it comes,
+        // from any thread (registered, not yet made: the handler's unlink finds nothing). O_EXCL:
+        // neither an existing file nor a planted link is ever opened.
+        register_temporary(name);
+        const int fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, file_mode());
+        if (fd >= 0) {
+            close(fd);
+            return name;
+        }
+        e = errno;
+        unregister_temporary(name);
     }
-    fchmod(fd, file_mode());
-    close(fd);
-    register_temporary(name);
-    return name;
+    std::string dir = final_path.substr(0, final_path.find_last_of('/') == std::string::npos ? 0 : final_path.find_last_of('/'));
+    if (dir.empty()) dir = final_path.find('/') == 0 ? "/" : ".";
+    struct stat st {};
+    if (e == ENOENT && stat(dir.c_str(), &st) != 0)
+        throw InputError(final_path, "output directory '" + dir + "' does not exist");
+    if (e == ENOTDIR) throw InputError(final_path, "output directory '" + dir + "' is not a directory");
+    throw InputError(final_path, "output directory '" + dir + "' is not writable (" + std::strerror(e) + ")");
 }
 
 // --- OutputSet ---------------------------------------------------------------------------

@@ -122,4 +122,16 @@ int64_t LakeRuns::run_at(int64_t r, int64_t c) const {
     return c0_[static_cast<size_t>(run)] <= c ? run : -1;
 }
 
+void LakeRuns::runs_at(int64_t r, int64_t c, int64_t& at_c, int64_t& at_next) const {
+    const size_t i = static_cast<size_t>(r - win_.row0);
+    const auto b = c1_.begin() + row_start_[i], e = c1_.begin() + row_start_[i + 1];
+    const auto it = std::upper_bound(b, e, static_cast<int32_t>(c));  // first run ending after c
+    at_c = at_next = -1;
+    if (it == e) return;
+    const int64_t run = it - c1_.begin();
+    if (c0_[static_cast<size_t>(run)] <= c) at_c = run;
+    // Runs are maximal (a gap of one pixel at least between two of a row): c + 1 is in this run or none.
+    if (c0_[static_cast<size_t>(run)] <= c + 1 && c + 1 < c1_[static_cast<size_t>(run)]) at_next = run;
+}
+
 }  // namespace tessera

@@ -133,4 +133,28 @@ bool GlobalLakes::reaches_out(int64_t r, int64_t c) const {
     return run >= 0 && local_.piece_on_window_border(run);
 }
 
+void GlobalLakes::corners(int64_t r, int64_t c, int64_t lake[4], bool out[4]) const {
+    for (int dr = 0; dr < 2; ++dr) {
+        const int64_t rr = r + dr;
+        int64_t* l = lake + 2 * dr;
+        bool* o = out + 2 * dr;
+        if (own_.contains(rr, c) && own_.contains(rr, c + 1)) {
+            int64_t run[2];
+            local_.runs_at(rr, c, run[0], run[1]);
+            for (int k = 0; k < 2; ++k) {
+                if (run[k] < 0) {
+                    l[k] = kNoLake, o[k] = false;
+                } else if (k == 1 && run[1] == run[0]) {
+                    l[1] = l[0], o[1] = o[0];
+                } else {
+                    l[k] = resolve(local_.piece(run[k]), local_.piece_on_image_border(run[k]));
+                    o[k] = local_.piece_on_window_border(run[k]);
+                }
+            }
+        } else {
+            for (int k = 0; k < 2; ++k) l[k] = at(rr, c + k), o[k] = reaches_out(rr, c + k);
+        }
+    }
+}
+
 }  // namespace tessera

@@ -31,6 +31,9 @@ public:
     int64_t at(int64_t r, int64_t c) const;
     // The lake there may reach past the own window (its residues are shared between ranks).
     bool reaches_out(int64_t r, int64_t c) const;
+    // at() and reaches_out() of the plaquette (r, c)'s corners (r, c), (r, c + 1), (r + 1, c),
+    // (r + 1, c + 1), in that order: one run search a row where both pixels are own.
+    void corners(int64_t r, int64_t c, int64_t lake[4], bool out[4]) const;
     // No unreliable pixel in the own window or its halo: at() is kNoLake everywhere.
     bool none() const;
 

@@ -92,11 +92,21 @@ ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, bool& 
     y.res = x;
     reaches_out = false;
     if (lakes.none) return y;
+    int64_t at[4];
+    bool out[4];
+    if (lakes.corners) {
+        lakes.corners(x.r, x.c, at, out);
+    } else {
+        for (int j = 0; j < 4; ++j) {
+            at[j] = lakes.at(x.r + j / 2, x.c + j % 2);
+            out[j] = at[j] != kNoLake && lakes.reaches_out(x.r + j / 2, x.c + j % 2);
+        }
+    }
     int k = 0;
-    for (const auto& [dr, dc] : {std::pair<int, int>{0, 0}, {0, 1}, {1, 0}, {1, 1}}) {
-        const int64_t l = lakes.at(x.r + dr, x.c + dc);
+    for (int j = 0; j < 4; ++j) {
+        const int64_t l = at[j];
         if (l == kNoLake) continue;
-        reaches_out = reaches_out || lakes.reaches_out(x.r + dr, x.c + dc);
+        reaches_out = reaches_out || out[j];
         if (k > 0 && (y.lake[0] == l || (k > 1 && y.lake[1] == l))) continue;
         if (k < 2) y.lake[k++] = l;
     }

@@ -9,9 +9,11 @@
 #include <span>
 #include <vector>
 
+#include "kernels/ab_switch.h"
 #include "kernels/cut_clusters.h"
 #include "kernels/residue.h"
 #include "partition/comm.h"
+#include "partition/lake_exchange.h"
 #include "partition/rank_grid.h"
 
 namespace tessera {
@@ -28,7 +30,19 @@ struct LakeView {
     std::function<int64_t(int64_t r, int64_t c)> at;
     std::function<bool(int64_t r, int64_t c)> reaches_out;
     bool none = false;  // no unreliable pixel in the buffer: every corner is kNoLake, no lookups
+    // Optional: at and reaches_out of a plaquette's four corners in one call (GlobalLakes::corners).
+    std::function<void(int64_t r, int64_t c, int64_t lake[4], bool out[4])> corners;
 };
+
+// The view of a rank's lakes (held by the caller while the view is used). TESSERA_LAKE_CORNERS=0
+// (A/B studies): a lookup a pixel, as before corners().
+inline LakeView lake_view(const GlobalLakes& lakes) {
+    LakeView v{[&lakes](int64_t r, int64_t c) { return lakes.at(r, c); },
+               [&lakes](int64_t r, int64_t c) { return lakes.reaches_out(r, c); }, lakes.none(), {}};
+    if (!switch_is("TESSERA_LAKE_CORNERS", "0"))
+        v.corners = [&lakes](int64_t r, int64_t c, int64_t lake[4], bool out[4]) { lakes.corners(r, c, lake, out); };
+    return v;
+}
 
 // Section 3.3's rule over one closed set of residues, in a backend's form (kernels/cut_clusters.h's
 // signature; every form gives the same cuts): the backend's Region says which (Region::cut_clusters).

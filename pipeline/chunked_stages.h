@@ -292,8 +292,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     std::vector<Cut> cuts;
     {
         const GlobalLakes lakes(LakeRuns(std::move(runs), own, H, W), std::move(halo), grid, comm);
-        const LakeView view{[&](int64_t r, int64_t c) { return lakes.at(r, c); },
-                            [&](int64_t r, int64_t c) { return lakes.reaches_out(r, c); }, lakes.none()};
+        const LakeView view = lake_view(lakes);
         cuts = match_residues(res, view, grid, p.max_pair_distance, comm, ms, &Region::cut_clusters);
     }
     if (run.residues_out) *run.residues_out = std::move(res);

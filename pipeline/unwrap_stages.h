@@ -30,8 +30,7 @@ MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, 
     std::vector<Cut> cuts;
     {
         const GlobalLakes lakes(region.host_arrays(), grid, comm);
-        const LakeView view{[&](int64_t r, int64_t c) { return lakes.at(r, c); },
-                            [&](int64_t r, int64_t c) { return lakes.reaches_out(r, c); }, lakes.none()};
+        const LakeView view = lake_view(lakes);
         cuts = match_residues(res, view, grid, radius, comm, ms, &Region::cut_clusters);
     }
     stage("matching");

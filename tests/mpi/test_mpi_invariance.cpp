@@ -15,6 +15,7 @@
 #include "io/gdal_session.h"
 #include "io/geotiff_writer.h"
 #include "kernels/cpu/region.h"
+#include "partition/lake_exchange.h"
 #include "partition/rank_grid.h"
 #include "pipeline/chunked_stages.h"
 #include "pipeline/unwrap_region.h"
@@ -149,6 +150,42 @@ TEST(Mpi, LakesAcrossRanksStayOneComponent) {
         expect_same_as_one_rank(o, g, &rep);
         EXPECT_EQ(rep.labelled, 1) << "grid " << g;
         EXPECT_GT(rep.lake_joins, 0) << "grid " << g;
+    }
+}
+
+// GlobalLakes::corners (one run search a row) gives what at() and reaches_out() give for each of
+// a plaquette's four pixels, on every rank's window and its halo, for every rank grid.
+TEST(Mpi, LakeCornersEqualTheirPixelsLookups) {
+    const SynthScene s = make_scene("holes", 263, 300, 13);
+    const int64_t H = s.rows, W = s.cols;
+    const auto [ih, iw, phase, flags] = testing::scene_input(s, 0.3f);
+    Comm comm(MPI_COMM_WORLD);
+    for (const std::string& spec : grids()) {
+        const RankGrid grid = make_rank_grid(TileGrid(H, W, 32), size(), spec, "scene");
+        const Window own = grid.own(rank()), buf = grid.buffer(rank());
+        std::vector<float> ph(static_cast<size_t>(buf.size()));
+        std::vector<uint8_t> fl(static_cast<size_t>(buf.size()));
+        for (int64_t r = 0; r < buf.rows; ++r)
+            for (int64_t c = 0; c < buf.cols; ++c) {
+                const size_t from = static_cast<size_t>((buf.row0 + r) * W + buf.col0 + c), to = static_cast<size_t>(r * buf.cols + c);
+                ph[to] = phase[from], fl[to] = flags[from];
+            }
+        const RegionArrays a{H, W, buf, ph.data(), fl.data(), nullptr, nullptr};
+        const GlobalLakes lakes(a, grid, comm);
+        int64_t on_lakes = 0, mismatches = 0;
+        for (int64_t r = own.row0; r < own.row0 + own.rows && r + 1 < H; ++r)
+            for (int64_t c = own.col0; c < own.col0 + own.cols && c + 1 < W; ++c) {
+                int64_t l[4];
+                bool o[4];
+                lakes.corners(r, c, l, o);
+                for (int j = 0; j < 4; ++j) {
+                    const int64_t lr = r + j / 2, lc = c + j % 2, expect = lakes.at(lr, lc);
+                    if (l[j] != expect || (expect != kNoLake && o[j] != lakes.reaches_out(lr, lc))) ++mismatches;
+                    on_lakes += expect != kNoLake;
+                }
+            }
+        EXPECT_EQ(mismatches, 0) << "grid " << spec << " rank " << rank();
+        EXPECT_GT(comm.sum(on_lakes), 1000) << "grid " << spec;  // the scene has lakes to look up
     }
 }
 

@@ -27,8 +27,7 @@ inline std::vector<ClusterResidue> scene_cluster_residues(const SynthScene& s, i
     const std::vector<Residue> res = region.find_residues();
     Comm comm = Comm::alone();
     const GlobalLakes lakes(region.host_arrays(), grid, comm);
-    const LakeView view{[&](int64_t r, int64_t c) { return lakes.at(r, c); },
-                        [&](int64_t r, int64_t c) { return lakes.reaches_out(r, c); }};
+    const LakeView view = lake_view(lakes);
     std::vector<ClusterResidue> out(res.size());
 #pragma omp parallel for schedule(static, 4096)
     for (int64_t i = 0; i < static_cast<int64_t>(res.size()); ++i) {
