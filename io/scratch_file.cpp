@@ -17,12 +17,17 @@ namespace {
 
 std::string mib(int64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
-// A new file of a unique name in dir, open for reading and writing, already unlinked.
+// A new file in dir, open for reading and writing, without a name (or of a unique one, already unlinked).
 int create_unlinked(const std::string& dir) {
     struct stat st {};
     if (stat(dir.c_str(), &st) != 0)
         throw InputError(dir, std::string("--scratch: ") + (errno == ENOENT ? "no such directory" : std::strerror(errno)));
     if (!S_ISDIR(st.st_mode)) throw InputError(dir, "--scratch: not a directory");
+    // A file without a name (Linux, most local file systems): nothing for a signal to leave behind.
+    const int anon = open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (anon >= 0) return anon;
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+        throw InputError(dir, std::string("--scratch: cannot create a file there: ") + std::strerror(errno));
     std::string name = dir + "/.tessera-scratch-" + std::to_string(getpid()) + "-XXXXXX";
     std::vector<char> tmpl(name.begin(), name.end());
     tmpl.push_back('\0');
