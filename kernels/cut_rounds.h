@@ -9,13 +9,16 @@
 // except those of at most one large cluster, the parked one (big), whose members stay in an
 // array (bmem) with a hot set: every member outside hot and outside the members added since
 // the last sift (new) has a cached key >= theta (keys only grow), so a minimum below theta
-// found among hot and new is the cluster's minimum. A round:
+// found among hot and new is the cluster's minimum. The other open clusters' members may be
+// cold: in a pool (cpool), not listed, each with a cached key >= its cluster's ctheta. A round:
 //   search  each node of the active list and big's hot and new (search_vertex): its best
 //           edge leaving the cluster (a cached key stays while its far end is outside:
 //           cached_best; clusters only grow, candidates only vanish; else node_search: ground
 //           and lake edges and the ring cursor, which only advances; its lake-shore and ring
 //           walks run on one thread, next_pair, or on a warp, the same answer and cursor); a
 //           64-bit minimum per cluster (RankKeys);
+//   coldchk each open cluster whose minimum is not below its ctheta: its cold members searched;
+//   coldsrch each pool entry: searched and listed if its cluster's are, else kept (coldturn);
 //   check   big's minimum >= theta (or hot too large): full search of bmem, a strided sample
 //           of its keys sorted, theta from it (about `hot` keys below it);
 //   sift    hot for the next round: the searched members (or all of bmem) with key < theta;
@@ -32,8 +35,11 @@
 //           nodes when it is large);
 //   wakejoin each member in wbuf (and scan: each scanned member): P as label; into bmem if P
 //           is big, else listed if P is open;
+//   coldmove (a cluster with cold members absorbed, closed or parked) each pool entry: P as
+//           label; kept while P is open and not big, else joins P (coldtrn2);
 //   relabel each active node: P as label (members of P keep it); listed if P is open (into
-//           bmem if P is big); the handed-over bmem: P as label.
+//           bmem if P is big), or cold when its key passes its cluster's minimum by more than
+//           cold_margin; the handed-over bmem: P as label.
 //   finish  one thread: the next round's lists become current; big listed if open, freed
 //           if closed (a large open cluster may park next).
 // With one cluster open (the tail), pick through wake run on one thread (link_one), beside
@@ -137,12 +143,14 @@ TESSERA_HOSTDEV inline void store(T* p, T v) {
 
 // The steps of a round, in order (kSort: the drivers sort the sample between kSample and kTheta).
 enum RoundStep : int32_t {
-    kSearch, kCheck, kFull, kSample, kSort, kTheta, kSift, kPick, kJump, kSettle, kElect, kMerge, kFix, kWake,
-    kWakeJoin, kScan, kRelabel, kFinish
+    kSearch, kColdCheck, kColdSearch, kColdTurn, kCheck, kFull, kSample, kSort, kTheta, kSift, kPick, kJump, kSettle,
+    kElect, kMerge, kFix, kWake, kWakeJoin, kScan, kColdMove, kColdTurn2, kRelabel, kFinish
 };
 inline constexpr int kRoundSteps = kFinish + 1;
 // Steps one thread runs (they change the counts).
-TESSERA_HOSTDEV inline bool single_step(RoundStep s) { return s == kCheck || s == kTheta || s == kFinish; }
+TESSERA_HOSTDEV inline bool single_step(RoundStep s) {
+    return s == kCheck || s == kTheta || s == kFinish || s == kColdTurn || s == kColdTurn2;
+}
 
 // Sample of the parked cluster's keys that sets theta (one block sorts it on the device).
 inline constexpr int32_t kThetaSample = 4096;
@@ -154,6 +162,16 @@ struct RoundTuning {
     int32_t hot = 1024;       // about this many keys below theta after a full search
     int32_t hot_max = 8192;   // hot + new above this: full search
     int32_t walk_max = 4096;  // a closed root joined with more members: woken by a scan
+    // The cold pool: a member goes cold above its cluster's minimum weight + cold_margin (-1: never),
+    // from round cold_from on. Off by default: on the device it gave wrong cuts in 3 of about 150
+    // runs of CudaCutClusters.ParkedClusters* (a race not found yet; none in 50 runs with it off).
+    // 8 and 256 are the measured choice (bench/results/gpu_h100_cold_pool.md): TESSERA_COLD_MARGIN=8.
+    int32_t cold_margin = -1;
+    int32_t cold_from = 256;
+    // The device's drivers (kernels/cuda/cut_rounds.cu): the one-block kernel takes rounds with at
+    // most this many open clusters (keeps them up to 4x); more go to the grid (with the cold pool on, 8: the 34848² topo
+    // mosaic 970 ms, 32: 1037, unbounded: 1094; bench/results/gpu_h100_cold_pool.md).
+    int32_t block_open = 8;
 };
 
 struct RoundCounts {
@@ -176,8 +194,17 @@ struct RoundCounts {
     int32_t fulls = 0, scans = 0, parks = 0;  // events over the rounds (traces)
     int32_t linked_one = 0;  // rounds whose pick..wake ran on one thread (link_one)
     int32_t linked_pair = 0;  // of those, rounds of one open cluster joining a closed root (link_pair)
+    // The cold pool ([csel] current; a scan copies what stays into the other) and its scans.
+    int32_t csel = 0, ccount = 0, ccount_next = 0;
+    int32_t cfull = 0, cmove = 0;       // this round: a cluster's cold members searched; moved
+    int32_t cfulls = 0, cmoves = 0;     // such rounds (traces)
+    int64_t cold_scanned = 0;           // pool entries scanned (traces)
     uint64_t theta = ~uint64_t{0};
 };
+
+// A round's size for the drivers: its active nodes, the parked cluster's hot set and a share of
+// the cold pool (scanned in some rounds only, but in one block a large pool's scan is slow).
+TESSERA_HOSTDEV inline int32_t round_work(int32_t active, int32_t hot, int32_t pool) { return active + hot + pool / 16; }
 
 // A cut as one sortable word: lower residue, then the other end (the border: all ones, last).
 TESSERA_HOSTDEV inline uint64_t cut_code(int32_t lower, int32_t upper) {
@@ -230,6 +257,12 @@ struct RoundState {
     uint64_t* cuts = nullptr;  // cut_code of each accepted cut (at most n)
     RoundCounts* counts = nullptr;
     int32_t* wbuf = nullptr;  // N: members of the closed roots joined this round, to wake
+    // Cold members of open clusters (not the parked one): each in the pool, none listed; an
+    // open cluster's ctheta is at most every cold member's cached key (kNone: none cold).
+    uint64_t* ctheta = nullptr;
+    uint64_t* bound = nullptr;   // an open cluster's minimum this round (pick)
+    int32_t* cstamp = nullptr;   // round in which a cluster's cold members are searched
+    int32_t* cpool[2] = {nullptr, nullptr};
     bool local = false;       // one block runs the rounds (plain loads and stores)
     // Traces (null: off): a search's ring positions passed, its label probes and lake steps,
     // the round's largest such search, the sum of those maxima over the rounds.
@@ -238,8 +271,10 @@ struct RoundState {
     TESSERA_HOSTDEV int32_t nodes() const { return n + L + 1; }
     TESSERA_HOSTDEV bool is_open(int32_t r) const { return r != G && ld(charge + r) != 0; }
     TESSERA_HOSTDEV int32_t counts_round() const { return get(&counts->round); }
-    // A round's size, by which the drivers choose their form: its active nodes and the parked cluster's hot set.
-    TESSERA_HOSTDEV int32_t work() const { return get(&counts->active) + (get(&counts->bopen) ? get(&counts->hot) : 0); }
+    // A round's size, by which the drivers choose their form (round_work).
+    TESSERA_HOSTDEV int32_t work() const {
+        return round_work(get(&counts->active), get(&counts->bopen) ? get(&counts->hot) : 0, get(&counts->ccount));
+    }
     // The counts: in global memory (wide steps) or in the one-block kernel's shared memory, so
     // read and written as volatile words through a generic address (atomics on them too).
     template <class T>
@@ -296,6 +331,11 @@ struct RoundState {
             case kWakeJoin: return get(&c->woken);
             case kScan: return get(&c->scan) ? nodes() : 0;
             case kRelabel: return get(&c->active) + get(&c->hand);
+            case kColdCheck: return get(&c->ccount) ? get(&c->open) : 0;
+            case kColdSearch: return get(&c->cfull) ? get(&c->ccount) : 0;
+            case kColdTurn: return get(&c->cfull) ? 1 : 0;
+            case kColdMove: return get(&c->cmove) ? get(&c->ccount) : 0;
+            case kColdTurn2: return get(&c->cmove) ? 1 : 0;
             case kCheck: return get(&c->bopen) ? 1 : 0;
             case kTheta: return get(&c->full) ? 1 : 0;
             case kFinish: return 1;
@@ -307,6 +347,11 @@ struct RoundState {
     TESSERA_HOSTDEV void step(RoundStep s, int32_t i) const {
         switch (s) {
             case kSearch: return search(i);
+            case kColdCheck: return cold_check(i);
+            case kColdSearch: return cold_search(i);
+            case kColdTurn: return cold_turn(get(&counts->cfull));
+            case kColdTurn2: return cold_turn(get(&counts->cmove));
+            case kColdMove: return cold_move(i);
             case kCheck: return check();
             case kFull: return full_search(i);
             case kSample: return take_sample(i);
@@ -474,17 +519,18 @@ struct RoundState {
         const int32_t x = ld(open[round & 1] + i);
         const uint64_t k = ld(best + x);
         if (k == RankKeys::kNone) return fail(2);
+        st(bound + x, k);
         const int32_t lo = keys.lo(k), hi = keys.hi(k);
         const int32_t llo = ld(label + lo);
         const int32_t y = llo == x ? ld(label + hi_node(hi)) : llo;
         const bool twice = ld(stamp + y) == round && ld(best + y) == k;
-        if (!(twice && x > y)) {
+        if (!(twice && x > y)) {  // slots a warp at a time: hundreds of clusters pick each round
             if (hi < n || hi == n + L + 1) {
-                const int32_t at = hd::atomic_add(&counts->cuts, 1);
+                const int32_t at = hd::claim_slot(&counts->cuts);
                 st(cuts + at, cut_code(lo, hi < n ? hi : -1));
-                if (hi >= n) hd::atomic_add(&counts->ground_cuts, 1);
+                if (hi >= n) hd::claim_slot(&counts->ground_cuts);
             } else {
-                hd::atomic_add(&counts->lake_joins, 1);
+                hd::claim_slot(&counts->lake_joins);
             }
         }
         st(link + x, twice && x < y ? x : y);
@@ -526,7 +572,7 @@ struct RoundState {
         hd::atomic_max(repk + R, ld(repk + x));
         if (ld(stamp + R) == round) return;  // R is open: on the list itself
         if (hd::atomic_exch(reopen_stamp + R, round) == round) return;
-        st(reopened + hd::atomic_add(&counts->reopened, 1), R);
+        st(reopened + hd::claim_slot(&counts->reopened), R);
         st(old_tail + R, ld(tail + R));
         if (R != get(&counts->big_prev) && ld(size + R) > tune.walk_max) {
             st(scan_stamp + R, round);
@@ -556,7 +602,14 @@ struct RoundState {
         }
         st(link + z, P);
         hd::atomic_add(charge + P, ld(charge + z));
-        if (z == get(&counts->big)) put(&counts->big_to, P);  // the parked cluster absorbed
+        const bool parked = z == get(&counts->big);
+        if (parked) put(&counts->big_to, P);  // the parked cluster absorbed
+        // z's cold members are P's (relabelled by cold_move); P's join the parked cluster's.
+        const uint64_t tz = ld(ctheta + z);
+        if (tz != RankKeys::kNone || (parked && P != G && ld(ctheta + P) != RankKeys::kNone)) {
+            if (tz != RankKeys::kNone && P != G && P != get(&counts->big)) hd::atomic_min(ctheta + P, tz);
+            put(&counts->cmove, 1);
+        }
         if (P == G) return;  // the ground's members are never listed again
         hd::atomic_add(size + P, ld(size + z));
         const int32_t prev = hd::atomic_exch(tail + P, ld(tail + z));
@@ -578,12 +631,70 @@ struct RoundState {
         if (ld(link + z) != z || z == G) return;
         const int32_t sz = ld(size + z);
         st(repk + z, rep_key(sz, z));
+        bool parks = false;
         if (to < 0 && sz >= tune.big_min && is_open(z) && get(&c->big) < 0 &&
             hd::atomic_cas(&c->big, -1, z) == -1) {
             put(&c->bcount, 0), put(&c->bsorted, 0), put(&c->hot, 0);
             put(&c->theta, RankKeys::kNone);
             put(&c->parks, get(&c->parks) + 1);
+            parks = true;
         }
+        cold_leave(z, !is_open(z) || z == to || parks);
+    }
+
+    // Representative P's cold members all leave the pool (P closed, parked or taking the
+    // parked cluster's place): cold_move this round.
+    TESSERA_HOSTDEV void cold_leave(int32_t P, bool leaves) const {
+        if (leaves && ld(ctheta + P) != RankKeys::kNone) {
+            st(ctheta + P, RankKeys::kNone);
+            put(&counts->cmove, 1);
+        }
+    }
+
+    // Each open cluster after search: when the minimum of its listed members is not below its
+    // ctheta, its cold members are searched too (cold_search) and listed again.
+    TESSERA_HOSTDEV void cold_check(int32_t i) const {
+        const int32_t x = ld(open[counts_round() & 1] + i);
+        const uint64_t t = ld(ctheta + x);
+        if (t == RankKeys::kNone || ld(best + x) < t) return;
+        st(cstamp + x, counts_round());
+        st(ctheta + x, RankKeys::kNone);
+        put(&counts->cfull, 1);
+    }
+
+    TESSERA_HOSTDEV int32_t* cold_pool(int which) const { return cpool[(get(&counts->csel) + which) & 1]; }
+    TESSERA_HOSTDEV void cold_keep(int32_t v) const { st(cold_pool(1) + hd::claim_slot(&counts->ccount_next), v); }
+
+    // A pool entry: searched and listed (this round's active list, so relabel takes it) when its
+    // cluster's cold members are searched, else kept.
+    TESSERA_HOSTDEV void cold_search(int32_t i) const {
+        const int32_t v = ld(cold_pool(0) + i);
+        if (ld(cstamp + ld(label + v)) != counts_round()) return cold_keep(v);
+        search_node(v);
+        st(active[counts_round() & 1] + hd::claim_slot(&counts->active), v);
+    }
+
+    // A pool entry after merge and fix: P's label; kept while P is open and not parked, else
+    // joined to P (the parked cluster's members, or none listed: closed or the ground).
+    TESSERA_HOSTDEV void cold_move(int32_t i) const {
+        const int32_t v = ld(cold_pool(0) + i);
+        const int32_t P = ld(link + ld(label + v));
+        if (P != get(&counts->big) && is_open(P)) {
+            st(label + v, P);
+            return cold_keep(v);
+        }
+        join(v, P);
+    }
+
+    // One thread, after a pool scan (scanned: the scan ran): what stayed is the pool.
+    TESSERA_HOSTDEV void cold_turn(bool scanned) const {
+        RoundCounts* c = counts;
+        if (!scanned) return;
+        put(&c->cold_scanned, get(&c->cold_scanned) + get(&c->ccount));
+        put(&c->csel, get(&c->csel) ^ 1);
+        put(&c->ccount, get(&c->ccount_next)), put(&c->ccount_next, 0);
+        if (get(&c->cfull)) put(&c->cfulls, get(&c->cfulls) + 1), put(&c->cfull, 0);
+        else put(&c->cmoves, get(&c->cmoves) + 1), put(&c->cmove, 0);
     }
 
     // Node v of cluster R joins P: its label, and the next round's lists.
@@ -603,6 +714,12 @@ struct RoundState {
         const int32_t at = hd::claim_slot(&counts->next_active);
         if (at > n + L) return fail(6);
         st(active[next] + at, v);
+        list_next(R);
+    }
+
+    // Open cluster R on the next round's open list.
+    TESSERA_HOSTDEV void list_next(int32_t R) const {
+        const int32_t next = (counts_round() + 1) & 1;
         // The first of R's members here lists R; the read spares the others an atomic.
         const int32_t next_round = counts_round() + 1;
         if (ld(stamp + R) != next_round && hd::atomic_exch(stamp + R, next_round) != next_round) {
@@ -649,6 +766,7 @@ struct RoundState {
         const uint64_t rkx = ld(repk + x);
         const int32_t size_x = ld(size + x), charge_x = ld(charge + x), tail_x = ld(tail + x);
         if (k != RankKeys::kNone) {
+            st(bound + x, k);
             const int32_t lo = keys.lo(k), hi = keys.hi(k);
             const int32_t llo = ld(label + lo);
             const int32_t y = llo == x ? ld(label + hi_node(hi)) : llo;
@@ -710,6 +828,11 @@ struct RoundState {
         if (z == y) st(link + y, P);
         st(charge + P, charge_p);
         if (z == get(&c->big)) put(&c->big_to, P);
+        const uint64_t tz = ld(ctheta + z);  // y is closed: none of its members is cold
+        if (tz != RankKeys::kNone) {
+            st(ctheta + P, tz);
+            put(&c->cmove, 1);
+        }
         st(size + P, size_p);
         const int32_t tail_p = P == x ? tail_x : tail_y;
         st(tail + P, z == x ? tail_x : tail_y);
@@ -722,12 +845,15 @@ struct RoundState {
             put(&c->big, to);
         }
         st(repk + P, rep_key(size_p, P));
+        bool parks = false;
         if (to < 0 && size_p >= tune.big_min && charge_p != 0 && get(&c->big) < 0) {
             put(&c->big, P);
             put(&c->bcount, 0), put(&c->bsorted, 0), put(&c->hot, 0);
             put(&c->theta, RankKeys::kNone);
             put(&c->parks, get(&c->parks) + 1);
+            parks = true;
         }
+        cold_leave(P, charge_p == 0 || to >= 0 || parks);
         // wake: y's members (as they were before the merge: y .. its old tail)
         if (y == get(&c->big_prev) || scanned) return true;
         if (P == y && charge_p == 0 && y != get(&c->big)) return true;
@@ -766,7 +892,18 @@ struct RoundState {
             return;
         }
         const int32_t v = ld(active[counts_round() & 1] + i);
-        join(v, ld(link + ld(label + v)));
+        const int32_t R = ld(label + v), P = ld(link + R);
+        // A member whose key lies above its cluster's minimum by more than the margin goes cold.
+        if (tune.cold_margin >= 0 && counts_round() >= tune.cold_from && P != get(&counts->big) && is_open(P)) {
+            const uint64_t k = ld(key + v), b = ld(bound + R);
+            if (k != RankKeys::kNone && keys.w(k) > keys.w(b) + tune.cold_margin) {
+                st(label + v, P);
+                st(cold_pool(0) + hd::claim_slot(&counts->ccount), v);
+                if (k < ld(ctheta + P)) hd::atomic_min(ctheta + P, k);
+                return list_next(P);
+            }
+        }
+        join(v, P);
     }
 
     TESSERA_HOSTDEV void fail(int32_t step) const { put(&counts->broken, step); }

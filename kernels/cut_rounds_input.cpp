@@ -82,12 +82,15 @@ void cuts_from_codes(std::span<const ClusterResidue> res, std::span<const uint64
     }
 }
 
-void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts, const RoundTuning& tune) {
+void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts, const RoundTuning& tune,
+                       uint64_t shuffle) {
     const size_t N = static_cast<size_t>(in.nodes());
     std::vector<int32_t> label(N), charge(N, 0), size(N, 1), target(N, -1), lake_cursor(in.adj_start.begin(), in.adj_start.end() - 1);
     std::vector<int32_t> next_member(N, -1), tail(N), old_tail(N, -1), link(N), stamp(N, 0), reopen_stamp(N, 0), scan_stamp(N, 0);
     std::vector<int32_t> active0(N), active1(N), open0(N), open1(N), reopened(N), bmem(N), hot0(N), hot1(N), wbuf(N);
+    std::vector<int32_t> cstamp(N, 0), cpool0(N), cpool1(N);
     std::vector<uint64_t> key(N, RankKeys::kNone), best(N, RankKeys::kNone), cuts(N), repk(N), sample(kThetaSample);
+    std::vector<uint64_t> ctheta(N, RankKeys::kNone), bound(N, RankKeys::kNone);
     std::vector<RingCursor> cursor(static_cast<size_t>(in.n));
     for (size_t v = 0; v < N; ++v) {
         label[v] = tail[v] = link[v] = static_cast<int32_t>(v);
@@ -109,6 +112,8 @@ void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, Round
     s.bmem = bmem.data(), s.hot[0] = hot0.data(), s.hot[1] = hot1.data(), s.sample = sample.data();
     s.active[1] = active0.data(), s.active[0] = active1.data(), s.open[1] = open0.data(), s.open[0] = open1.data();  // round 1's: [1]
     s.reopened = reopened.data(), s.cuts = cuts.data(), s.counts = &counts, s.wbuf = wbuf.data();
+    s.ctheta = ctheta.data(), s.bound = bound.data(), s.cstamp = cstamp.data(), s.cpool[0] = cpool0.data(), s.cpool[1] = cpool1.data();
+    std::vector<int32_t> order;
     while (counts.open > 0) {
         for (int k = 0; k < kRoundSteps; ++k) {
             const RoundStep step = static_cast<RoundStep>(k);
@@ -119,11 +124,32 @@ void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, Round
             if (step == kPick && s.one_open()) {  // the device's fused steps (beside sift)
                 s.link_one();
                 k = kWake;
-            } else {
+            } else if (shuffle == 0) {
                 for (int32_t i = 0, e = s.step_count(step); i < e; ++i) s.step(step, i);
+            } else {
+                order.resize(static_cast<size_t>(s.step_count(step)));
+                for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+                for (size_t i = order.size(); i > 1; --i) {  // Fisher-Yates, splitmix64 draws
+                    uint64_t z = (shuffle += 0x9e3779b97f4a7c15ull);
+                    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull, z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+                    std::swap(order[i - 1], order[static_cast<size_t>((z ^ (z >> 31)) % i)]);
+                }
+                for (const int32_t i : order) s.step(step, i);
             }
             if (counts.broken)
                 throw std::logic_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken");
+        }
+        if (shuffle != 0 && counts.open > 0) {  // a node is listed, cold or parked at most once between rounds
+            std::vector<int32_t> seen(N, 0);
+            auto once = [&](const int32_t* list, int32_t m, const char* what) {
+                for (int32_t i = 0; i < m; ++i)
+                    if (seen[static_cast<size_t>(list[i])]++)
+                        throw std::logic_error(std::string("cut rounds: node ") + std::to_string(list[i]) + " twice (" + what +
+                                               ") before round " + std::to_string(counts.round));
+            };
+            once(s.active[counts.round & 1], counts.active, "active");
+            once(s.cpool[counts.csel & 1], counts.ccount, "cold");
+            if (counts.big >= 0) once(bmem.data(), counts.bcount, "parked");
         }
     }
     codes.assign(cuts.begin(), cuts.begin() + counts.cuts);

@@ -35,7 +35,9 @@ void cuts_from_codes(std::span<const ClusterResidue> res, std::span<const uint64
 
 // The rounds as a serial loop over each step's index range (tests: the device's steps on the
 // host; `tune` small runs the parked cluster's paths on small sets). Cut codes sorted.
+// shuffle != 0: each step's indices in a pseudo-random order drawn from it (the device runs
+// them in any order: the cuts must not change).
 void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, RoundCounts& counts,
-                       const RoundTuning& tune = RoundTuning{});
+                       const RoundTuning& tune = RoundTuning{}, uint64_t shuffle = 0);
 
 }  // namespace tessera

@@ -32,7 +32,15 @@ constexpr int kBlockThreads = 1024;
 // took 1.7 ms a round in one block from 32768, 0.1 ms on the grid; holes 32768²'s rounds of
 // 2-4 M active nodes 1.9 ms as kernels, 1.3 on the grid; one open cluster's tail stays in one block.
 constexpr int32_t kBlockFrom = 8192, kBlockUpTo = 32768, kGridUpTo = std::numeric_limits<int32_t>::max();
+// Rounds on the grid up to this size run on a quarter of its blocks (the 34848² mosaic's tail of ~900 open
+// clusters, the cold pool on: the rule 981 ms on 132 blocks, 831 on 66, 760 on 33; bench/results/gpu_h100_cold_pool.md).
+constexpr int32_t kSmallGridUpTo = 65536;
 constexpr int kWideBatch = 4;
+// The steps' names in traces.
+constexpr const char* kStepNames[kRoundSteps] = {"search", "coldchk", "coldsrch", "coldturn", "check",  "full",
+                                                  "sample", "sort",    "theta",    "sift",     "pick",   "jump",
+                                                  "settle", "elect",   "merge",    "fix",      "wake",   "wakejoin",
+                                                  "scan",   "coldmove", "coldtrn2", "relabel", "finish"};
 
 __global__ void step_kernel(RoundState s, RoundStep which) {
     const int32_t n = s.step_count(which);
@@ -223,7 +231,8 @@ __device__ void help_rounds(RoundState s, HelpJob* job, RoundCounts* mirror) {
     }
 }
 
-// Rounds in one block while at most max_active nodes are active and some cluster is open.
+// Rounds in one block while at most max_active nodes are active (round_work), at most 4 x tune.block_open
+// clusters are open and some is.
 // mode 0: the steps as the wide kernels run them (counts in global memory, loads through L2,
 // every step and its __syncthreads each round); mode 1: the counts in shared memory (thread 0
 // loads them at the start and stores them back at the end), plain loads and stores (L1: one
@@ -262,7 +271,7 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
     long long t0 = clock64();
     for (;;) {
         const int32_t open = s.get(&s.counts->open), work = s.work();
-        const bool stop = open == 0 || work > max_active || s.get(&s.counts->broken);
+        const bool stop = open == 0 || work > max_active || open / 4 > s.tune.block_open || s.get(&s.counts->broken);
         // Every thread has read the counts before thread 0 changes them. Fused (TESSERA_FUSE_ONE):
         // no barrier: the first step to change these counts (check, single; fix's park, after
         // pick's barrier) comes after a barrier anyway (search's, or its own when none ran).
@@ -364,22 +373,27 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
     if (clk && threadIdx.x < 2 * kRoundSteps) clk[threadIdx.x] += t_step[threadIdx.x];
 }
 
-// Rounds on a cooperative grid (every block resident) while more than min_work and at most
+// Rounds on a cooperative grid (every block resident) while more than min_work (or more than
+// tune.block_open open clusters) and at most
 // max_work nodes are active and a cluster is open: the wide steps in order, a grid sync after
 // each step that runs, empty steps skipped (counts in global memory, read by every thread after
 // a sync: uniform), as block_rounds does in one block. Saves the ~17 launches of a wide round.
 // A search (or full search) keeps the cached keys that stand, a thread each, and lists the
 // others (slow, n_slow: zero between rounds), which warps then walk (warp_search): a round's
 // search is its longest walk, 32 * walk ring positions a step instead of one.
-__global__ void __launch_bounds__(kBlockThreads) grid_rounds(RoundState s, int32_t min_work, int32_t max_work,
-                                                              int32_t* slow, int32_t* n_slow, int warp_walk) {
+// clk (TESSERA_TRACE): thread 0's SM clocks from a step's start to the sync after it, and runs.
+__global__ void __launch_bounds__(kBlockThreads) grid_rounds(RoundState s, int32_t min_work, int32_t open_max,
+                                                              int32_t max_work, int32_t* slow, int32_t* n_slow,
+                                                              int warp_walk, unsigned long long* clk) {
     cooperative_groups::grid_group grid = cooperative_groups::this_grid();
     __shared__ SampleSort::TempStorage temp;
     const int32_t stride = static_cast<int32_t>(gridDim.x * blockDim.x);
     const int32_t me = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x);
+    long long t0 = clock64();
     for (;;) {
         const int32_t open = s.get(&s.counts->open), work = s.work();
-        const bool stop = open == 0 || work <= min_work || work > max_work || s.get(&s.counts->broken);
+        const bool stop = open == 0 || (work <= min_work && open <= open_max) || work > max_work ||
+                          s.get(&s.counts->broken);
         grid.sync();  // every thread has read the counts before any step changes them
         if (stop) return;
         bool synced = true;
@@ -416,7 +430,13 @@ __global__ void __launch_bounds__(kBlockThreads) grid_rounds(RoundState s, int32
             }
             grid.sync();
             synced = true;
+            if (clk && me == 0) {
+                const long long t1 = clock64();
+                clk[k] += static_cast<unsigned long long>(t1 - t0), clk[kRoundSteps + k] += 1;
+                t0 = t1;
+            }
         }
+        if (clk && me == 0) t0 = clock64();  // the round's head (its sync) is not a step's
     }
 }
 
@@ -428,7 +448,8 @@ __global__ void init_kernel(RoundState s, const int32_t* sign) {
         s.size[v] = 1;
         s.repk[v] = v == s.G ? RankKeys::kNone : rep_key(1, v);
         s.target[v] = -1, s.next_member[v] = -1, s.old_tail[v] = -1, s.wbuf[v] = -1;
-        s.key[v] = RankKeys::kNone, s.best[v] = RankKeys::kNone;
+        s.key[v] = RankKeys::kNone, s.best[v] = RankKeys::kNone, s.ctheta[v] = RankKeys::kNone, s.bound[v] = RankKeys::kNone;
+        s.cstamp[v] = 0;
         s.stamp[v] = v < s.n ? 1 : 0, s.reopen_stamp[v] = 0, s.scan_stamp[v] = 0;
         if (v < s.n) {
             s.cursor[v] = RingCursor{};
@@ -486,6 +507,7 @@ int64_t wide_estimate(const RoundCounts& c, RoundStep which, int64_t N) {
         case kRelabel: return c.active + c.bcount;
         case kMerge: case kFix: case kWake: return 2 * static_cast<int64_t>(c.open);
         case kWakeJoin: return N / 4;
+        case kColdSearch: case kColdMove: return c.ccount;
         default: return c.open;
     }
 }
@@ -539,8 +561,8 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         first_kernel<<<grid_for(in.n), kThreads, 0, s>>>(flag.get(), at.get(), in.n, first.get());
         check(cudaGetLastError(), "cut rounds: bitmap");
     }
-    StreamBuffer<int32_t> i32(N * 20 + static_cast<size_t>(in.L) + 1, s, "cut rounds: node arrays");
-    StreamBuffer<uint64_t> u64(N * 4 + kThetaSample, s, "cut rounds: keys");
+    StreamBuffer<int32_t> i32(N * 23 + static_cast<size_t>(in.L) + 1, s, "cut rounds: node arrays");
+    StreamBuffer<uint64_t> u64(N * 6 + kThetaSample, s, "cut rounds: keys");
     StreamBuffer<RingCursor> cursor(n, s, "cut rounds: cursors");
     StreamBuffer<RoundCounts> dcounts(1, s, "cut rounds: counts");
 
@@ -552,12 +574,20 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     int32_t* p = i32.get();
     for (int32_t** a : {&st.label, &st.charge, &st.target, &st.next_member, &st.tail, &st.old_tail, &st.link,
                         &st.stamp, &st.reopen_stamp, &st.active[0], &st.active[1], &st.open[0], &st.open[1],
-                        &st.reopened, &st.size, &st.scan_stamp, &st.bmem, &st.hot[0], &st.hot[1], &st.wbuf})
+                        &st.reopened, &st.size, &st.scan_stamp, &st.bmem, &st.hot[0], &st.hot[1], &st.wbuf,
+                        &st.cstamp, &st.cpool[0], &st.cpool[1]})
         *a = p, p += N;
     st.lake_cursor = p;
     st.key = u64.get(), st.best = u64.get() + N, st.cuts = u64.get() + 2 * N, st.repk = u64.get() + 3 * N;
-    st.sample = u64.get() + 4 * N;
+    st.ctheta = u64.get() + 4 * N, st.bound = u64.get() + 5 * N;
+    st.sample = u64.get() + 6 * N;
     st.tune = in.tune;
+    // TESSERA_COLD_MARGIN, TESSERA_COLD_FROM: the cold pool's margin and first round, for A/B studies
+    // (margin -1: every member listed).
+    if (const char* margin = std::getenv("TESSERA_COLD_MARGIN")) st.tune.cold_margin = std::atoi(margin);
+    if (const char* from = std::getenv("TESSERA_COLD_FROM")) st.tune.cold_from = std::atoi(from);
+    // TESSERA_BLOCK_OPEN: the one-block kernel's bound on open clusters, for A/B studies.
+    if (const char* open = std::getenv("TESSERA_BLOCK_OPEN")) st.tune.block_open = std::max(0, std::atoi(open));
     st.cursor = cursor.get();
     st.counts = dcounts.get();
     counts.active = counts.open = in.n;
@@ -596,7 +626,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     const int32_t block_up_to = from_env ? 4 * block_from : kBlockUpTo;
     const char* grid_up_env = std::getenv("TESSERA_GRID_UP_TO");  // rounds above it: one kernel a step
     const int32_t grid_up_to = grid_up_env ? std::atoi(grid_up_env) : kGridUpTo;
-    int grid_blocks = 0;
+    int grid_blocks = 0, small_blocks = 0;
     if (!grid_env || std::atoi(grid_env) != 0) {
         int dev = 0, sms = 0, per_sm = 0, coop = 0;
         check(cudaGetDevice(&dev), "cut rounds: device");
@@ -604,6 +634,10 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         check(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev), "cut rounds: device");
         check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grid_rounds, kBlockThreads, 0), "cut rounds: occupancy");
         grid_blocks = coop ? sms * per_sm : 0;
+        // TESSERA_GRID_BLOCKS, TESSERA_SMALL_GRID_BLOCKS: fewer blocks on the grid (studies of the sync's cost).
+        if (const char* nb = std::getenv("TESSERA_GRID_BLOCKS")) grid_blocks = std::min(grid_blocks, std::max(1, std::atoi(nb)));
+        small_blocks = std::max(1, grid_blocks / 4);
+        if (const char* nb = std::getenv("TESSERA_SMALL_GRID_BLOCKS")) small_blocks = std::min(grid_blocks, std::max(1, std::atoi(nb)));
     }
     StreamBuffer<int32_t> slow(grid_blocks > 0 ? N + 1 : 0, s, "cut rounds: searches for warps");
     if (grid_blocks > 0) check(cudaMemsetAsync(slow.get() + N, 0, sizeof(int32_t), s), "cut rounds: searches for warps");
@@ -614,7 +648,9 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     const HelpJob job0{};
     check(cudaMemcpyAsync(job.get(), &job0, sizeof job0, cudaMemcpyHostToDevice, s), "cut rounds: help job");
     StreamBuffer<unsigned long long> clk(trace ? 2 * kRoundSteps : 0, s, "cut rounds: trace clocks");
+    StreamBuffer<unsigned long long> gclk(trace ? 2 * kRoundSteps : 0, s, "cut rounds: trace clocks");
     if (trace) check(cudaMemsetAsync(clk.get(), 0, 2 * kRoundSteps * sizeof(unsigned long long), s), "cut rounds: trace");
+    if (trace) check(cudaMemsetAsync(gclk.get(), 0, 2 * kRoundSteps * sizeof(unsigned long long), s), "cut rounds: trace");
     int trace_lines = 0;
     // TESSERA_TRACE_PROBES (with TESSERA_TRACE): each search past its cached key counts its ring
     // positions and label probes (three global atomics a search: it slows the wide rounds).
@@ -627,15 +663,20 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     }
     for (;;) {
         if (counts.open == 0) break;
-        const int32_t work = counts.active + (counts.bopen ? counts.hot : 0);
-        const bool block = work <= block_from;
+        const int32_t work = round_work(counts.active, counts.bopen ? counts.hot : 0, counts.ccount);
+        const bool block = work <= block_from && counts.open <= st.tune.block_open;
         bool gridded = false;
         if (!block && grid_blocks > 0 && work <= grid_up_to) {
-            int32_t min_work = block_from, max_work = grid_up_to;
+            // Small rounds (a long tail of many open clusters) on fewer blocks: a grid sync costs less.
+            const bool small = work <= kSmallGridUpTo;
+            int32_t min_work = small ? block_from : kSmallGridUpTo, max_work = small ? kSmallGridUpTo : grid_up_to;
+            int32_t open_max = small ? st.tune.block_open : std::numeric_limits<int32_t>::max();
             int32_t* slow_p = slow.get();
             int32_t* n_slow_p = slow.get() + N;
-            void* args[] = {&st, &min_work, &max_work, &slow_p, &n_slow_p, &warp_walk};
-            const cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(grid_rounds), dim3(grid_blocks),
+            unsigned long long* gclk_p = trace ? gclk.get() : nullptr;
+            void* args[] = {&st, &min_work, &open_max, &max_work, &slow_p, &n_slow_p, &warp_walk, &gclk_p};
+            const cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(grid_rounds),
+                                                              dim3(small ? small_blocks : grid_blocks),
                                                               dim3(kBlockThreads), args, 0, s);
             if (e == cudaErrorCooperativeLaunchTooLarge) {
                 (void)cudaGetLastError();  // fewer SMs than the device has (MPS, a partition): wide kernels
@@ -707,9 +748,10 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         if (trace && ++trace_lines <= 200)
             std::fprintf(stderr,
                          "tessera: device rule %s to round %d: %d active, %d open, %d cuts, parked %d (%d members, %d hot; "
-                         "%d full searches, %d scans, %d parks), %.2f ms\n",
+                         "%d full searches, %d scans, %d parks), %d cold (%d searched, %d moved rounds), %.2f ms\n",
                          gridded ? "grid" : block ? "one block" : "wide", counts.round, counts.active, counts.open, counts.cuts, counts.big,
-                         counts.bcount, counts.hot, counts.fulls, counts.scans, counts.parks, ms);
+                         counts.bcount, counts.hot, counts.fulls, counts.scans, counts.parks, counts.ccount, counts.cfulls,
+                         counts.cmoves, ms);
         if (counts.broken)
             throw std::runtime_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken in round " +
                                      std::to_string(counts.round));
@@ -723,8 +765,6 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         int dev = 0, khz = 1;
         cudaGetDevice(&dev);
         cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev);
-        static const char* names[kRoundSteps] = {"search", "check", "full", "sample", "sort", "theta", "sift", "pick", "jump",
-                                                 "settle", "elect", "merge", "fix", "wake", "wakejoin", "scan", "relabel", "finish"};
         double total = 0;
         for (int k = 0; k < kRoundSteps; ++k) total += c[k] / (khz * 1.0);
         std::fprintf(stderr, "tessera: one-block rounds (mode %d): %d rounds, %.2f ms by SM clock (%d kHz), %.2f us a round; "
@@ -740,8 +780,22 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
                      static_cast<unsigned long long>(tail_probes[3]),
                      static_cast<double>(tail_probes[3]) / std::max(1, times.block_rounds));
         for (int k = 0; k < kRoundSteps; ++k)
-            std::fprintf(stderr, "tessera:   %-8s %9.2f ms  %7llu runs  %7.2f us a run\n", names[k], c[k] / (khz * 1.0),
+            std::fprintf(stderr, "tessera:   %-8s %9.2f ms  %7llu runs  %7.2f us a run\n", kStepNames[k], c[k] / (khz * 1.0),
                          c[kRoundSteps + k], c[kRoundSteps + k] ? 1e3 * c[k] / khz / c[kRoundSteps + k] : 0.0);
+    }
+    if (trace && times.grid_launches) {
+        unsigned long long c[2 * kRoundSteps];
+        check(cudaMemcpy(c, gclk.get(), sizeof c, cudaMemcpyDeviceToHost), "cut rounds: trace");
+        int dev = 0, khz = 1;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev);
+        std::fprintf(stderr, "tessera: grid rounds: %d rounds on %d blocks (up to %d nodes: %d), by thread 0's SM clock (each step "
+                             "to the sync after it):\n",
+                     times.grid_rounds, grid_blocks, kSmallGridUpTo, small_blocks);
+        for (int k = 0; k < kRoundSteps; ++k)
+            if (c[kRoundSteps + k])
+                std::fprintf(stderr, "tessera:   %-8s %9.2f ms  %7llu runs  %7.2f us a run\n", kStepNames[k], c[k] / (khz * 1.0),
+                             c[kRoundSteps + k], 1e3 * c[k] / khz / c[kRoundSteps + k]);
     }
 
     const int32_t m = counts.cuts;

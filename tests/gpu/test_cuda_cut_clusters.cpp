@@ -58,8 +58,8 @@ TEST(CudaCutClusters, RandomSetsWithLakesEqualTheHostRule) {
 // default tuning its cluster parks after about 8000 rounds).
 TEST(CudaCutClusters, ParkedClustersAndLongTailsEqualTheHostRule) {
     SKIP_WITHOUT_GPU();
-    const RoundTuning tunings[] = {RoundTuning{}, RoundTuning{8, 4, 16, 2}, RoundTuning{64, 32, 128, 16},
-                                   RoundTuning{2, 1, 2, 0}};
+    const RoundTuning tunings[] = {RoundTuning{}, RoundTuning{8, 4, 16, 2}, RoundTuning{64, 32, 128, 16, 0, 1},
+                                   RoundTuning{2, 1, 2, 0}, RoundTuning{16384, 1024, 8192, 4096, 0, 1}};
     for (const RoundTuning& tune : tunings) {
         const std::string t = " big_min " + std::to_string(tune.big_min);
         for (const testing::ResidueCase& cs : testing::kRuleCases) {
@@ -89,7 +89,7 @@ TEST(CudaCutClusters, TailKernelVariantsEqualTheHostRule) {
         setenv("TESSERA_BLOCK_MODE", v.mode, 1), setenv("TESSERA_HELP_MIN", v.help_min, 1);
         setenv("TESSERA_WARP_WALK", v.warp_walk, 1), setenv("TESSERA_FUSE_ONE", v.fuse_one, 1);
         const std::string t = std::string(" mode ") + v.mode + " fuse " + v.fuse_one;
-        for (const RoundTuning& tune : {RoundTuning{}, RoundTuning{8, 4, 16, 2}}) {
+        for (const RoundTuning& tune : {RoundTuning{}, RoundTuning{8, 4, 16, 2}, RoundTuning{8, 4, 16, 2, 0, 1}}) {
             for (const testing::ResidueCase& cs : testing::kRuleCases)
                 expect_device_equals_host(testing::residue_case(cs), cs.H, cs.W, 16, "random seed " + std::to_string(cs.seed) + t,
                                           tune);
@@ -110,7 +110,7 @@ TEST(CudaCutClusters, WideRoundFormsEqualTheHostRule) {
     for (auto [grid, walk] : {std::pair{"1", "2"}, std::pair{"1", "0"}, std::pair{"0", "2"}}) {
         setenv("TESSERA_GRID_ROUNDS", grid, 1), setenv("TESSERA_WARP_WALK", walk, 1);
         const std::string t = std::string(" grid rounds ") + grid + " warp walk " + walk;
-        for (const RoundTuning& tune : {RoundTuning{}, RoundTuning{8, 4, 16, 2}}) {
+        for (const RoundTuning& tune : {RoundTuning{}, RoundTuning{8, 4, 16, 2}, RoundTuning{8, 4, 16, 2, 0, 1}}) {
             for (const testing::ResidueCase& cs : testing::kRuleCases)
                 for (int64_t R : {int64_t{4}, int64_t{16}})
                     expect_device_equals_host(testing::residue_case(cs), cs.H, cs.W, R,
@@ -126,9 +126,42 @@ TEST(CudaCutClusters, WideRoundFormsEqualTheHostRule) {
                 const size_t to = static_cast<size_t>(r * 1024 + c), from = static_cast<size_t>((r % 256) * 256 + c % 256);
                 m.wrapped[to] = base.wrapped[from], m.coherence[to] = base.coherence[from], m.truth[to] = base.truth[from];
             }
-        expect_device_equals_host(testing::scene_cluster_residues(m), m.rows, m.cols, 16, "topo mosaic" + t);
+        const auto res = testing::scene_cluster_residues(m);
+        for (const RoundTuning& tune : {RoundTuning{}, RoundTuning{16384, 1024, 8192, 4096, 0, 1}})
+            expect_device_equals_host(res, m.rows, m.cols, 16, "topo mosaic" + t, tune);
     }
     unsetenv("TESSERA_BLOCK_FROM"), unsetenv("TESSERA_GRID_ROUNDS"), unsetenv("TESSERA_WARP_WALK");
+}
+
+// The cold pool (kernels/cut_rounds.h) on a 2 x 2 mosaic's seams, where most members of the
+// many open clusters go cold: margins from none to every member above the minimum, in the
+// default drivers and with every round on the grid or as kernels.
+TEST(CudaCutClusters, ColdPoolEqualsTheHostRule) {
+    SKIP_WITHOUT_GPU();
+    const SynthScene base = make_scene("topo", 1024, 1024, 3);
+    SynthScene m;
+    m.rows = m.cols = 2048;
+    m.wrapped.resize(2048 * 2048), m.coherence.resize(2048 * 2048);
+    for (int64_t r = 0; r < 2048; ++r)
+        for (int64_t c = 0; c < 2048; ++c) {
+            const size_t to = static_cast<size_t>(r * 2048 + c), from = static_cast<size_t>((r % 1024) * 1024 + c % 1024);
+            m.wrapped[to] = base.wrapped[from], m.coherence[to] = base.coherence[from];
+        }
+    const auto res = testing::scene_cluster_residues(m);
+    struct Unset {  // the settings go with the test, even when it throws
+        ~Unset() { unsetenv("TESSERA_BLOCK_FROM"), unsetenv("TESSERA_GRID_ROUNDS"); }
+    } unset;
+    for (auto [from, grid] : {std::pair{"", "1"}, std::pair{"8", "1"}, std::pair{"8", "0"}}) {
+        if (*from) setenv("TESSERA_BLOCK_FROM", from, 1);
+        setenv("TESSERA_GRID_ROUNDS", grid, 1);
+        for (int margin : {8, 0, 1, 3, -1}) {
+            RoundTuning tune;
+            tune.cold_margin = margin, tune.cold_from = margin == 8 ? 64 : 1;
+            expect_device_equals_host(res, m.rows, m.cols, 16,
+                                      std::string("mosaic block from ") + from + " grid " + grid + " margin " + std::to_string(margin), tune);
+        }
+        unsetenv("TESSERA_BLOCK_FROM"), unsetenv("TESSERA_GRID_ROUNDS");
+    }
 }
 
 TEST(CudaCutClusters, SceneResiduesEqualTheHostRule) {

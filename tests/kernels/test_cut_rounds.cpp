@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cut_clusters.h"
@@ -25,8 +26,15 @@ using testing::with_many_lakes;
 
 // The default tuning, and small ones that park clusters of a few members, keep hot sets of
 // a few keys and wake most closed roots by a scan (every path of the parked cluster).
-const RoundTuning kTunings[] = {RoundTuning{}, RoundTuning{8, 4, 16, 2}, RoundTuning{64, 32, 128, 16},
-                                RoundTuning{2, 1, 2, 0}};
+// Cold margins: none (the default: every member listed every round), 0 and 1 (most members cold,
+// their pool scanned often), 8 (from round 1 or 3: these sets' runs are shorter than 256 rounds).
+const RoundTuning kTunings[] = {RoundTuning{},
+                                RoundTuning{8, 4, 16, 2, 8, 1},
+                                RoundTuning{64, 32, 128, 16, 0, 1},
+                                RoundTuning{2, 1, 2, 0, 8, 3},
+                                RoundTuning{8, 4, 16, 2, -1},
+                                RoundTuning{16384, 1024, 8192, 4096, 1, 1},
+                                RoundTuning{16384, 1024, 8192, 4096, 0, 1}};
 
 // linked_one: the fewest rounds run with one cluster open (link_one) over the tunings;
 // linked_pair: the fewest of them taking link_pair's path.
@@ -39,11 +47,12 @@ void expect_same_as_host(const std::vector<ClusterResidue>& res, int64_t H, int6
     cut_clusters(res, H, W, R, expect, st);
     RoundInput in;
     ASSERT_TRUE(make_round_input(res, H, W, R, in));
-    for (const RoundTuning& tune : kTunings) {
-        SCOPED_TRACE("big_min " + std::to_string(tune.big_min) + " R " + std::to_string(R));
+    for (const RoundTuning& tune : kTunings) for (uint64_t shuffle : {uint64_t{0}, uint64_t{7}}) {
+        SCOPED_TRACE("big_min " + std::to_string(tune.big_min) + " margin " + std::to_string(tune.cold_margin) + " R " +
+                     std::to_string(R) + " shuffle " + std::to_string(shuffle));
         std::vector<uint64_t> codes;
         RoundCounts counts;
-        run_rounds_serial(in, codes, counts, tune);
+        run_rounds_serial(in, codes, counts, tune, shuffle);
         std::vector<Cut> got;
         cuts_from_codes(res, codes, H, W, got);
         ASSERT_EQ(got.size(), expect.size());
@@ -98,6 +107,41 @@ TEST(CutRoundsSerial, SameCutsOnALongTail) {
                         lake_pct, static_cast<int>(R), linked_one, linked_pair);
         }
     }
+}
+
+// Seams of a 2 x 2 mosaic of one topography scene (as the NISAR-size benchmark's): long tails of
+// many open clusters, whose members mostly go cold. Same cuts with and without the pool, every
+// path of it taken, and far fewer member searches than with every member listed.
+TEST(CutRoundsSerial, ColdMembersWaitInThePool) {
+    const SynthScene base = make_scene("topo", 1024, 1024, 3);
+    SynthScene m;
+    m.name = "topo mosaic", m.rows = 2 * base.rows, m.cols = 2 * base.cols;
+    for (auto [from, to] : {std::pair{&base.wrapped, &m.wrapped}, std::pair{&base.coherence, &m.coherence}}) {
+        to->resize(static_cast<size_t>(m.rows * m.cols));
+        for (int64_t r = 0; r < m.rows; ++r)
+            for (int64_t c = 0; c < m.cols; ++c)
+                (*to)[static_cast<size_t>(r * m.cols + c)] = (*from)[static_cast<size_t>((r % base.rows) * base.cols + c % base.cols)];
+    }
+    const auto res = testing::scene_cluster_residues(m);
+    expect_same_as_host(res, m.rows, m.cols, 16);
+    RoundInput in;
+    ASSERT_TRUE(make_round_input(res, m.rows, m.cols, 16, in));
+    RoundTuning listed, pooled;
+    listed.cold_margin = -1;
+    pooled.cold_margin = 8, pooled.cold_from = 1;  // 140 rounds
+    std::vector<uint64_t> a, b;
+    RoundCounts ca, cb;
+    run_rounds_serial(in, a, ca, listed);
+    run_rounds_serial(in, b, cb, pooled);
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(ca.round, cb.round);
+    EXPECT_EQ(ca.cfulls + ca.cmoves, 0);
+    EXPECT_GT(cb.cfulls, 0);
+    EXPECT_GT(cb.cmoves, 0);
+    EXPECT_LT(cb.searched + cb.cold_scanned, ca.searched / 2);
+    std::printf("mosaic seams: %d rounds; searched %lld listed, %lld + %lld pool entries scanned pooled (%d + %d scans)\n",
+                ca.round, static_cast<long long>(ca.searched), static_cast<long long>(cb.searched),
+                static_cast<long long>(cb.cold_scanned), cb.cfulls, cb.cmoves);
 }
 
 TEST(CutRoundsSerial, KeyLayoutFitsOrRefuses) {
