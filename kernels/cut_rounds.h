@@ -524,13 +524,13 @@ struct RoundState {
         const int32_t llo = ld(label + lo);
         const int32_t y = llo == x ? ld(label + hi_node(hi)) : llo;
         const bool twice = ld(stamp + y) == round && ld(best + y) == k;
-        if (!(twice && x > y)) {  // slots a warp at a time: hundreds of clusters pick each round
+        if (!(twice && x > y)) {
             if (hi < n || hi == n + L + 1) {
-                const int32_t at = hd::claim_slot(&counts->cuts);
+                const int32_t at = hd::atomic_add(&counts->cuts, 1);
                 st(cuts + at, cut_code(lo, hi < n ? hi : -1));
-                if (hi >= n) hd::claim_slot(&counts->ground_cuts);
+                if (hi >= n) hd::atomic_add(&counts->ground_cuts, 1);
             } else {
-                hd::claim_slot(&counts->lake_joins);
+                hd::atomic_add(&counts->lake_joins, 1);
             }
         }
         st(link + x, twice && x < y ? x : y);
@@ -572,7 +572,7 @@ struct RoundState {
         hd::atomic_max(repk + R, ld(repk + x));
         if (ld(stamp + R) == round) return;  // R is open: on the list itself
         if (hd::atomic_exch(reopen_stamp + R, round) == round) return;
-        st(reopened + hd::claim_slot(&counts->reopened), R);
+        st(reopened + hd::atomic_add(&counts->reopened, 1), R);
         st(old_tail + R, ld(tail + R));
         if (R != get(&counts->big_prev) && ld(size + R) > tune.walk_max) {
             st(scan_stamp + R, round);
