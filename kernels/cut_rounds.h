@@ -53,10 +53,6 @@
 #include "kernels/cut_numerics.h"
 #include "kernels/hostdev.h"
 
-#if defined(__CUDACC__)
-#include <cooperative_groups.h>
-#endif
-
 namespace tessera {
 
 // Atomics of the steps: device atomics under nvcc's device pass, plain operations in the
@@ -110,14 +106,20 @@ TESSERA_HOSTDEV inline int32_t atomic_exch(int32_t* p, int32_t v) {
     return old;
 #endif
 }
-// A slot in a list for each calling thread: on the device one atomic a warp's converged
-// lanes (thousands of nodes append to one list a round).
+// A slot in a list for each calling thread: on the device one atomic for the warp's active
+// lanes that append to the same list (thousands of nodes append to one list a round). Lanes
+// are grouped by the counter's address, so a group never mixes lists, whatever call sites
+// the compiler or the scheduler runs together.
 TESSERA_HOSTDEV inline int32_t claim_slot(int32_t* count) {
 #if defined(__CUDA_ARCH__)
-    const cooperative_groups::coalesced_group g = cooperative_groups::coalesced_threads();
+    const unsigned active = __activemask();
+    const unsigned peers = __match_any_sync(active, reinterpret_cast<unsigned long long>(count));
+    unsigned below;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(below));
+    const int leader = __ffs(peers) - 1;
     int32_t base = 0;
-    if (g.thread_rank() == 0) base = atomicAdd(count, static_cast<int32_t>(g.size()));
-    return g.shfl(base, 0) + static_cast<int32_t>(g.thread_rank());
+    if ((peers & below) == 0) base = atomicAdd(count, __popc(peers));
+    return __shfl_sync(peers, base, leader) + __popc(peers & below);
 #else
     return (*count)++;
 #endif
@@ -163,10 +165,9 @@ struct RoundTuning {
     int32_t hot_max = 8192;   // hot + new above this: full search
     int32_t walk_max = 4096;  // a closed root joined with more members: woken by a scan
     // The cold pool: a member goes cold above its cluster's minimum weight + cold_margin (-1: never),
-    // from round cold_from on. Off by default: on the device it gave wrong cuts in 3 of about 150
-    // runs of CudaCutClusters.ParkedClusters* (a race not found yet; none in 50 runs with it off).
-    // 8 and 256 are the measured choice (bench/results/gpu_h100_cold_pool.md): TESSERA_COLD_MARGIN=8.
-    int32_t cold_margin = -1;
+    // from round cold_from on. 8 and 256 are the measured choice (bench/results/gpu_h100_cold_pool.md;
+    // TESSERA_COLD_MARGIN=-1 turns it off).
+    int32_t cold_margin = 8;
     int32_t cold_from = 256;
     // The device's drivers (kernels/cuda/cut_rounds.cu): the one-block kernel takes rounds with at
     // most this many open clusters (keeps them up to 4x); more go to the grid (with the cold pool on, 8: the 34848² topo
@@ -264,6 +265,8 @@ struct RoundState {
     int32_t* cstamp = nullptr;   // round in which a cluster's cold members are searched
     int32_t* cpool[2] = {nullptr, nullptr};
     bool local = false;       // one block runs the rounds (plain loads and stores)
+    int32_t round_limit = 0;  // > 0: the one-block and grid kernels stop before this round (checks)
+    TESSERA_HOSTDEV bool at_limit() const { return round_limit > 0 && counts_round() >= round_limit; }
     // Traces (null: off): a search's ring positions passed, its label probes and lake steps,
     // the round's largest such search, the sum of those maxima over the rounds.
     uint64_t* probes = nullptr;  // 4
@@ -349,8 +352,8 @@ struct RoundState {
             case kSearch: return search(i);
             case kColdCheck: return cold_check(i);
             case kColdSearch: return cold_search(i);
-            case kColdTurn: return cold_turn(get(&counts->cfull));
-            case kColdTurn2: return cold_turn(get(&counts->cmove));
+            case kColdTurn: return cold_turn(get(&counts->cfull), true);
+            case kColdTurn2: return cold_turn(get(&counts->cmove), false);
             case kColdMove: return cold_move(i);
             case kCheck: return check();
             case kFull: return full_search(i);
@@ -686,15 +689,17 @@ struct RoundState {
         join(v, P);
     }
 
-    // One thread, after a pool scan (scanned: the scan ran): what stayed is the pool.
-    TESSERA_HOSTDEV void cold_turn(bool scanned) const {
+    // One thread, after a pool scan (scanned: the scan ran; full: coldsrch's, else coldmove's):
+    // what stayed is the pool. The flags stay set until finish_round: a step never changes the
+    // counts its own step_count reads (the drivers' threads read them while thread 0 runs it).
+    TESSERA_HOSTDEV void cold_turn(bool scanned, bool full) const {
         RoundCounts* c = counts;
         if (!scanned) return;
         put(&c->cold_scanned, get(&c->cold_scanned) + get(&c->ccount));
         put(&c->csel, get(&c->csel) ^ 1);
         put(&c->ccount, get(&c->ccount_next)), put(&c->ccount_next, 0);
-        if (get(&c->cfull)) put(&c->cfulls, get(&c->cfulls) + 1), put(&c->cfull, 0);
-        else put(&c->cmoves, get(&c->cmoves) + 1), put(&c->cmove, 0);
+        if (full) put(&c->cfulls, get(&c->cfulls) + 1);
+        else put(&c->cmoves, get(&c->cmoves) + 1);
     }
 
     // Node v of cluster R joins P: its label, and the next round's lists.
@@ -919,7 +924,7 @@ struct RoundState {
         if (get(&c->bopen)) {
             put(&c->hot, get(&c->next_hot)), put(&c->bsorted, get(&c->bsorted_next));
         }
-        put(&c->next_hot, 0), put(&c->full, 0);
+        put(&c->next_hot, 0), put(&c->full, 0), put(&c->cfull, 0), put(&c->cmove, 0);
         if (get(&c->big_to) >= 0 && get(&c->big) < 0) {  // the parked cluster joined the ground
             put(&c->bcount, 0), put(&c->bsorted, 0), put(&c->hot, 0);
             put(&c->theta, RankKeys::kNone);

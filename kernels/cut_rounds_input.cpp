@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cut_rounds_check.h"
+
 namespace tessera {
 
 bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, RoundInput& in,
@@ -124,10 +126,14 @@ void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, Round
             if (step == kPick && s.one_open()) {  // the device's fused steps (beside sift)
                 s.link_one();
                 k = kWake;
-            } else if (shuffle == 0) {
-                for (int32_t i = 0, e = s.step_count(step); i < e; ++i) s.step(step, i);
+                continue;
+            }
+            // The device's threads read a step's count while others run it: no step changes its own.
+            const int32_t count = s.step_count(step);
+            if (shuffle == 0) {
+                for (int32_t i = 0; i < count; ++i) s.step(step, i);
             } else {
-                order.resize(static_cast<size_t>(s.step_count(step)));
+                order.resize(static_cast<size_t>(count));
                 for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
                 for (size_t i = order.size(); i > 1; --i) {  // Fisher-Yates, splitmix64 draws
                     uint64_t z = (shuffle += 0x9e3779b97f4a7c15ull);
@@ -136,21 +142,14 @@ void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, Round
                 }
                 for (const int32_t i : order) s.step(step, i);
             }
+            if (s.step_count(step) != count && !counts.broken)
+                throw std::logic_error("cut rounds: step " + std::to_string(k) + " changed its own count in round " +
+                                       std::to_string(counts.round));
             if (counts.broken)
                 throw std::logic_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken");
         }
-        if (shuffle != 0 && counts.open > 0) {  // a node is listed, cold or parked at most once between rounds
-            std::vector<int32_t> seen(N, 0);
-            auto once = [&](const int32_t* list, int32_t m, const char* what) {
-                for (int32_t i = 0; i < m; ++i)
-                    if (seen[static_cast<size_t>(list[i])]++)
-                        throw std::logic_error(std::string("cut rounds: node ") + std::to_string(list[i]) + " twice (" + what +
-                                               ") before round " + std::to_string(counts.round));
-            };
-            once(s.active[counts.round & 1], counts.active, "active");
-            once(s.cpool[counts.csel & 1], counts.ccount, "cold");
-            if (counts.big >= 0) once(bmem.data(), counts.bcount, "parked");
-        }
+        if (shuffle != 0 && counts.open > 0)  // the lists agree with the labels between rounds
+            if (const std::string fault = round_state_fault(s); !fault.empty()) throw std::logic_error("cut rounds: " + fault);
     }
     codes.assign(cuts.begin(), cuts.begin() + counts.cuts);
     std::sort(codes.begin(), codes.end());

@@ -14,8 +14,10 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/cut_rounds.h"
+#include "kernels/cut_rounds_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/kernels.h"
 
@@ -271,7 +273,8 @@ __global__ void __launch_bounds__(kBlockThreads) block_rounds(RoundState s, int3
     long long t0 = clock64();
     for (;;) {
         const int32_t open = s.get(&s.counts->open), work = s.work();
-        const bool stop = open == 0 || work > max_active || open / 4 > s.tune.block_open || s.get(&s.counts->broken);
+        const bool stop = open == 0 || work > max_active || open / 4 > s.tune.block_open || s.get(&s.counts->broken) ||
+                          s.at_limit();
         // Every thread has read the counts before thread 0 changes them. Fused (TESSERA_FUSE_ONE):
         // no barrier: the first step to change these counts (check, single; fix's park, after
         // pick's barrier) comes after a barrier anyway (search's, or its own when none ran).
@@ -393,7 +396,7 @@ __global__ void __launch_bounds__(kBlockThreads) grid_rounds(RoundState s, int32
     for (;;) {
         const int32_t open = s.get(&s.counts->open), work = s.work();
         const bool stop = open == 0 || (work <= min_work && open <= open_max) || work > max_work ||
-                          s.get(&s.counts->broken);
+                          s.get(&s.counts->broken) || s.at_limit();
         grid.sync();  // every thread has read the counts before any step changes them
         if (stop) return;
         bool synced = true;
@@ -519,6 +522,28 @@ double ms_since(std::chrono::steady_clock::time_point& t) {
     return ms;
 }
 
+// TESSERA_CHECK_ROUNDS: the state between rounds checked on the host (kernels/cut_rounds_check.h),
+// the device's arrays copied and the host's pointers set at the same offsets.
+std::string device_state_fault(const RoundState& st, const RoundCounts& counts, const int32_t* i32, size_t n32,
+                               const uint64_t* u64, size_t n64, cudaStream_t s) {
+    std::vector<int32_t> h32(n32);
+    std::vector<uint64_t> h64(n64);
+    check(cudaMemcpyAsync(h32.data(), i32, n32 * sizeof(int32_t), cudaMemcpyDeviceToHost, s), "cut rounds: check");
+    check(cudaMemcpyAsync(h64.data(), u64, n64 * sizeof(uint64_t), cudaMemcpyDeviceToHost, s), "cut rounds: check");
+    check(cudaStreamSynchronize(s), "cut rounds: check");
+    RoundState h = st;
+    RoundCounts c = counts;
+    h.counts = &c;
+    auto at32 = [&](int32_t* p) { return p ? h32.data() + (p - i32) : nullptr; };
+    auto at64 = [&](uint64_t* p) { return p ? h64.data() + (p - u64) : nullptr; };
+    for (int32_t** a : {&h.label, &h.charge, &h.target, &h.next_member, &h.tail, &h.old_tail, &h.link, &h.stamp,
+                        &h.reopen_stamp, &h.active[0], &h.active[1], &h.open[0], &h.open[1], &h.reopened, &h.size,
+                        &h.scan_stamp, &h.bmem, &h.hot[0], &h.hot[1], &h.wbuf, &h.cstamp, &h.cpool[0], &h.cpool[1]})
+        *a = at32(*a);
+    for (uint64_t** a : {&h.key, &h.best, &h.cuts, &h.repk, &h.ctheta, &h.bound, &h.sample}) *a = at64(*a);
+    return round_state_fault(h);
+}
+
 }  // namespace
 
 void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts& counts, RoundTimes& times,
@@ -598,6 +623,8 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     times.upload = ms_since(t);
 
     const bool trace = std::getenv("TESSERA_TRACE") != nullptr;
+    // TESSERA_CHECK_ROUNDS: the state checked after each launch (one round a launch of the wide steps).
+    const bool check_rounds = std::getenv("TESSERA_CHECK_ROUNDS") != nullptr;
     const char* mode_env = std::getenv("TESSERA_BLOCK_MODE");
     const int block_mode = mode_env ? std::atoi(mode_env) : 4;
     // Mode 3: helper blocks, as many as stay resident beside the leader (cooperative launch).
@@ -664,6 +691,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     for (;;) {
         if (counts.open == 0) break;
         const int32_t work = round_work(counts.active, counts.bopen ? counts.hot : 0, counts.ccount);
+        if (check_rounds) st.round_limit = counts.round + 1;  // one round a launch, checked after it
         const bool block = work <= block_from && counts.open <= st.tune.block_open;
         bool gridded = false;
         if (!block && grid_blocks > 0 && work <= grid_up_to) {
@@ -719,7 +747,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
             // A few rounds between looks at the counts: the steps read their counts on the
             // device (grid-stride loops, sized by the last counts seen), a round after the
             // last one does nothing.
-            for (int r = 0; r < kWideBatch; ++r) {
+            for (int r = 0; r < (check_rounds ? 1 : kWideBatch); ++r) {
                 for (int k = 0; k < kRoundSteps; ++k) {
                     const RoundStep which = static_cast<RoundStep>(k);
                     if (which == kSort) {
@@ -755,6 +783,13 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
         if (counts.broken)
             throw std::runtime_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken in round " +
                                      std::to_string(counts.round));
+        if (check_rounds) {
+            const std::string fault = device_state_fault(st, counts, i32.get(), N * 23 + static_cast<size_t>(in.L) + 1, u64.get(),
+                                                         N * 6 + kThetaSample, s);
+            if (!fault.empty())
+                throw std::runtime_error(std::string("cut rounds: the state after a ") + (gridded ? "grid" : block ? "one-block" : "wide") +
+                                         " launch: " + fault);
+        }
     }
     times.rounds = counts.round - 1;
     times.wide_rounds = times.rounds - times.block_rounds - times.grid_rounds;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,7 +30,13 @@ void expect_device_equals_host(const std::vector<ClusterResidue>& res, int64_t H
     cut_clusters(res, H, W, R, expect, hs);
     std::vector<Cut> got;
     ClusterStats ds;
-    ASSERT_TRUE(cuda::cut_clusters_on_device(res, H, W, R, got, ds, nullptr, tune)) << what;
+    bool ran = false;
+    try {
+        ran = cuda::cut_clusters_on_device(res, H, W, R, got, ds, nullptr, tune);
+    } catch (const std::exception& e) {
+        FAIL() << what << " R " << R << ": " << e.what();
+    }
+    ASSERT_TRUE(ran) << what;
     ASSERT_EQ(got.size(), expect.size()) << what << " R " << R;
     for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expect[i]) << what << " cut " << i << " R " << R;
     EXPECT_EQ(ds.pairs, hs.pairs) << what;
