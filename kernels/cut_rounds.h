@@ -149,6 +149,10 @@ enum RoundStep : int32_t {
     kElect, kMerge, kFix, kWake, kWakeJoin, kScan, kColdMove, kColdTurn2, kRelabel, kFinish
 };
 inline constexpr int kRoundSteps = kFinish + 1;
+// The steps' names (traces, errors).
+inline constexpr const char* kStepNames[kRoundSteps] = {
+    "search", "coldchk", "coldsrch", "coldturn", "check", "full", "sample", "sort", "theta", "sift", "pick", "jump",
+    "settle", "elect", "merge", "fix", "wake", "wakejoin", "scan", "coldmove", "coldtrn2", "relabel", "finish"};
 // Steps one thread runs (they change the counts).
 TESSERA_HOSTDEV inline bool single_step(RoundStep s) {
     return s == kCheck || s == kTheta || s == kFinish || s == kColdTurn || s == kColdTurn2;

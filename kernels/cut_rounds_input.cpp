@@ -116,20 +116,54 @@ void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, Round
     s.reopened = reopened.data(), s.cuts = cuts.data(), s.counts = &counts, s.wbuf = wbuf.data();
     s.ctheta = ctheta.data(), s.bound = bound.data(), s.cstamp = cstamp.data(), s.cpool[0] = cpool0.data(), s.cpool[1] = cpool1.data();
     std::vector<int32_t> order;
+    // The device's drivers (kernels/cuda/cut_rounds.cu, ARCHITECTURE 3.3) put a barrier after each
+    // step that runs and before a one-thread step when one was skipped since the last: counts that
+    // threads read without a barrier since (skipped steps', the round's head, fused sift's) must
+    // not change under them, or a late thread runs or skips a step the others did not.
+    struct Read {
+        int step;       // kRoundSteps: the round's head (open clusters and the round's work)
+        int64_t value;
+    };
+    std::vector<Read> unsynced;
+    auto count_of = [&](int step) -> int64_t {
+        if (step == kRoundSteps) return (int64_t{counts.open} << 32) | static_cast<uint32_t>(s.work());
+        return step == kSort ? counts.full : s.step_count(static_cast<RoundStep>(step));
+    };
+    auto barrier_after = [&](int by) {
+        for (const Read& r : unsynced)
+            if (count_of(r.step) != r.value && !counts.broken) {
+                const std::string what =
+                    r.step == kRoundSteps ? std::string("the round's head") : std::string("step ") + kStepNames[r.step] + "'s count";
+                throw std::logic_error(std::string("cut rounds: step ") + kStepNames[by] + " changed what " + what +
+                                       " reads, unsynchronised, in round " + std::to_string(counts.round));
+            }
+        unsynced.clear();
+    };
     while (counts.open > 0) {
+        unsynced.assign(1, Read{kRoundSteps, count_of(kRoundSteps)});
         for (int k = 0; k < kRoundSteps; ++k) {
             const RoundStep step = static_cast<RoundStep>(k);
             if (step == kSort) {  // the device sorts the sample in one block
-                if (counts.full) std::sort(sample.begin(), sample.begin() + s.sample_size());
+                if (counts.full) {
+                    std::sort(sample.begin(), sample.begin() + s.sample_size());
+                    barrier_after(k);
+                } else {
+                    unsynced.push_back({k, 0});
+                }
                 continue;
             }
             if (step == kPick && s.one_open()) {  // the device's fused steps (beside sift)
                 s.link_one();
+                barrier_after(k);
                 k = kWake;
                 continue;
             }
-            // The device's threads read a step's count while others run it: no step changes its own.
             const int32_t count = s.step_count(step);
+            if (count == 0) {
+                unsynced.push_back({k, 0});
+                continue;
+            }
+            if (single_step(step)) unsynced.clear();  // a barrier before it when a step was skipped
             if (shuffle == 0) {
                 for (int32_t i = 0; i < count; ++i) s.step(step, i);
             } else {
@@ -142,11 +176,17 @@ void run_rounds_serial(const RoundInput& in, std::vector<uint64_t>& codes, Round
                 }
                 for (const int32_t i : order) s.step(step, i);
             }
-            if (s.step_count(step) != count && !counts.broken)
-                throw std::logic_error("cut rounds: step " + std::to_string(k) + " changed its own count in round " +
-                                       std::to_string(counts.round));
             if (counts.broken)
                 throw std::logic_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken");
+            // The device's threads read a step's count while others run it: no step changes its own.
+            if (s.step_count(step) != count)
+                throw std::logic_error(std::string("cut rounds: step ") + kStepNames[k] + " changed its own count in round " +
+                                       std::to_string(counts.round));
+            if (step == kSift && s.one_open()) {
+                unsynced.push_back({k, count});  // beside the fused steps, no barrier between
+            } else {
+                barrier_after(k);
+            }
         }
         if (shuffle != 0 && counts.open > 0)  // the lists agree with the labels between rounds
             if (const std::string fault = round_state_fault(s); !fault.empty()) throw std::logic_error("cut rounds: " + fault);

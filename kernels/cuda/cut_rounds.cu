@@ -38,11 +38,6 @@ constexpr int32_t kBlockFrom = 8192, kBlockUpTo = 32768, kGridUpTo = std::numeri
 // clusters, the cold pool on: the rule 981 ms on 132 blocks, 831 on 66, 760 on 33; bench/results/gpu_h100_cold_pool.md).
 constexpr int32_t kSmallGridUpTo = 65536;
 constexpr int kWideBatch = 4;
-// The steps' names in traces.
-constexpr const char* kStepNames[kRoundSteps] = {"search", "coldchk", "coldsrch", "coldturn", "check",  "full",
-                                                  "sample", "sort",    "theta",    "sift",     "pick",   "jump",
-                                                  "settle", "elect",   "merge",    "fix",      "wake",   "wakejoin",
-                                                  "scan",   "coldmove", "coldtrn2", "relabel", "finish"};
 
 __global__ void step_kernel(RoundState s, RoundStep which) {
     const int32_t n = s.step_count(which);
