@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,31 +42,24 @@ TEST(CutRoundsCheck, AWholeStateHasNoFault) {
 }
 
 TEST(CutRoundsCheck, NamesEachKindOfBreak) {
-    auto expect = [](HandState h, const std::string& part) {
-        const std::string f = h.fault();
-        EXPECT_NE(f.find(part), std::string::npos) << "got: " << f;
+    struct Break {
+        const char* named;
+        std::function<void(HandState&)> make;
     };
-    HandState twice;
-    twice.active = {0, 1, 1};
-    expect(twice, "node 1 twice (active)");
-    HandState ahead;
-    ahead.stamp[0] = 4;
-    expect(ahead, "open cluster 0 stamped 4");
-    HandState lost;
-    lost.active = {0};
-    expect(lost, "member 1 of open cluster 0 neither listed nor cold");
-    HandState unlisted;
-    unlisted.open = {3};
-    expect(unlisted, "open cluster 0 not on the open list");
-    HandState low;
-    low.ctheta[0] = 60;
-    expect(low, "cold member 2 of cluster 0: its key below the cluster's ctheta");
-    HandState unparked;
-    unparked.bmem = {3};
-    expect(unparked, "member 4 of the parked cluster 3 not parked");
-    HandState closed;
-    closed.active = {0, 1, 5};
-    expect(closed, "node 5 of closed cluster 5 still listed");
+    const std::vector<Break> breaks{
+        {"node 1 twice (active)", [](HandState& h) { h.active = {0, 1, 1}; }},
+        {"open cluster 0 stamped 4", [](HandState& h) { h.stamp[0] = 4; }},
+        {"member 1 of open cluster 0 neither listed nor cold", [](HandState& h) { h.active = {0}; }},
+        {"open cluster 0 not on the open list", [](HandState& h) { h.open = {3}; }},
+        {"cold member 2 of cluster 0: its key below the cluster's ctheta", [](HandState& h) { h.ctheta[0] = 60; }},
+        {"member 4 of the parked cluster 3 not parked", [](HandState& h) { h.bmem = {3}; }},
+        {"node 5 of closed cluster 5 still listed", [](HandState& h) { h.active = {0, 1, 5}; }}};
+    for (const Break& b : breaks) {
+        HandState h;
+        b.make(h);
+        const std::string f = h.fault();
+        EXPECT_NE(f.find(b.named), std::string::npos) << b.named << "; got: " << f;
+    }
 }
 
 }  // namespace
