@@ -5,7 +5,8 @@
 # 2. End to end through GDAL and HDF5 (holes with coherence): in one piece (GeoTIFF blocks read
 #    past GDAL's block cache, or through it) against streamed (the inputs kept from the first pass, or
 #    read in every pass; MODES_EXTRA="ENV=V OPTIONS;..." adds runs; MOSAIC_MODES="ENV=V OPTIONS;..."
-#    runs the mosaic once per setting, X=1 by default), seconds and Gpx/s, per stage.
+#    runs the mosaic once per setting, X=1 by default), seconds and Gpx/s, per stage; for the mosaic
+#    the host's dirty-page limits, and Dirty/Writeback every 0.5 s to $OUT/mosaic_dirty.log.
 #   bash jobs/gpu/device_streamed.sh BUNDLE_DIR "16384 32768" [MOSAIC_ROWSxCOLS]   (SKIP_IDENTITY=1: no part 1)
 set -u
 b=$1 sizes=${2:-"16384"} mosaic=${3:-}
@@ -63,13 +64,23 @@ if [ -n "$mosaic" ]; then
     echo "</VRTRasterBand></VRTDataset>"
   } > "$d/mosaic.vrt"
   tessera plan "$d/mosaic.vrt" --backend cuda
+  # The kernel's dirty-page limits: pass 3 writes ~23 GiB, near a 128 GB host's default thresholds.
+  for k in dirty_ratio dirty_background_ratio dirty_bytes dirty_background_bytes; do
+    echo "vm.$k $(cat /proc/sys/vm/$k 2>/dev/null)"
+  done
   IFS=';' read -r -a mmodes <<<"${MOSAIC_MODES:-X=1}"
   for mode in "${mmodes[@]}"; do
     env=${mode%% *} extra=; [ "$env" = "$mode" ] || extra=${mode#* }
     rm -f "$d/out.h5"
     t0=$(date +%s.%N)
+    # Dirty and Writeback (kB) every half second during the run (epoch seconds), to mosaic_dirty.log.
+    echo "== $mode: started $t0" >>"${OUT:-$d}/mosaic_dirty.log"
+    (while sleep 0.5; do echo "$(date +%s.%N) $(grep -E '^(Dirty|Writeback):' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"; done \
+      >>"${OUT:-$d}/mosaic_dirty.log") 2>/dev/null &
+    sampler=$!
     env $env TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 $extra "$d/mosaic.vrt" "$d/out.h5" 2>&1 |
       tee -a "${OUT:-$d}/mosaic_trace.log" | grep -E "chunks/|unwrap |^tessera: [a-z_]+ +[0-9]|Mpixel|error" | tr -s ' ' | tr '\n' ';'
+    pkill -P "$sampler" 2>/dev/null; kill "$sampler" 2>/dev/null
     echo " wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
     echo " <- mosaic $mosaic $mode"
   done
