@@ -609,12 +609,11 @@ struct RoundState {
         }
         st(link + z, P);
         hd::atomic_add(charge + P, ld(charge + z));
-        const bool parked = z == get(&counts->big);
-        if (parked) put(&counts->big_to, P);  // the parked cluster absorbed
-        // z's cold members are P's (relabelled by cold_move); P's join the parked cluster's.
+        if (z == get(&counts->big)) put(&counts->big_to, P);  // the parked cluster absorbed
+        // z's cold members are P's (relabelled by cold_move; P's own leave in fix when P takes bmem).
         const uint64_t tz = ld(ctheta + z);
-        if (tz != RankKeys::kNone || (parked && P != G && ld(ctheta + P) != RankKeys::kNone)) {
-            if (tz != RankKeys::kNone && P != G && P != get(&counts->big)) hd::atomic_min(ctheta + P, tz);
+        if (tz != RankKeys::kNone) {
+            if (P != G && P != get(&counts->big)) hd::atomic_min(ctheta + P, tz);
             put(&counts->cmove, 1);
         }
         if (P == G) return;  // the ground's members are never listed again

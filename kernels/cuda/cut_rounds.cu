@@ -8,6 +8,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -517,6 +518,32 @@ double ms_since(std::chrono::steady_clock::time_point& t) {
     return ms;
 }
 
+// The state's node arrays (N int32 each, then the lakes' cursors, in one allocation) and its
+// 64-bit arrays (N each, then the theta sample), in their order there.
+std::array<int32_t**, 23> node_arrays(RoundState& s) {
+    return {&s.label, &s.charge, &s.target, &s.next_member, &s.tail, &s.old_tail, &s.link, &s.stamp,
+            &s.reopen_stamp, &s.active[0], &s.active[1], &s.open[0], &s.open[1], &s.reopened, &s.size,
+            &s.scan_stamp, &s.bmem, &s.hot[0], &s.hot[1], &s.wbuf, &s.cstamp, &s.cpool[0], &s.cpool[1]};
+}
+std::array<uint64_t**, 7> key_arrays(RoundState& s) {
+    return {&s.key, &s.best, &s.cuts, &s.repk, &s.ctheta, &s.bound, &s.sample};
+}
+
+// TESSERA_TRACE: a driver's clocks per step (kRoundSteps times, then runs), read back; the SM clock in kHz.
+int step_clocks(const unsigned long long* dev, unsigned long long (&c)[2 * kRoundSteps]) {
+    check(cudaMemcpy(c, dev, sizeof c, cudaMemcpyDeviceToHost), "cut rounds: trace");
+    int d = 0, khz = 1;
+    cudaGetDevice(&d);
+    cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, d);
+    return khz;
+}
+void print_step_clocks(const unsigned long long (&c)[2 * kRoundSteps], int khz, bool steps_not_run) {
+    for (int k = 0; k < kRoundSteps; ++k)
+        if (steps_not_run || c[kRoundSteps + k])
+            std::fprintf(stderr, "tessera:   %-8s %9.2f ms  %7llu runs  %7.2f us a run\n", kStepNames[k], c[k] / (khz * 1.0),
+                         c[kRoundSteps + k], c[kRoundSteps + k] ? 1e3 * c[k] / khz / c[kRoundSteps + k] : 0.0);
+}
+
 // TESSERA_CHECK_ROUNDS: the state between rounds checked on the host (kernels/cut_rounds_check.h),
 // the device's arrays copied and the host's pointers set at the same offsets.
 std::string device_state_fault(const RoundState& st, const RoundCounts& counts, const int32_t* i32, size_t n32,
@@ -529,13 +556,9 @@ std::string device_state_fault(const RoundState& st, const RoundCounts& counts, 
     RoundState h = st;
     RoundCounts c = counts;
     h.counts = &c;
-    auto at32 = [&](int32_t* p) { return p ? h32.data() + (p - i32) : nullptr; };
-    auto at64 = [&](uint64_t* p) { return p ? h64.data() + (p - u64) : nullptr; };
-    for (int32_t** a : {&h.label, &h.charge, &h.target, &h.next_member, &h.tail, &h.old_tail, &h.link, &h.stamp,
-                        &h.reopen_stamp, &h.active[0], &h.active[1], &h.open[0], &h.open[1], &h.reopened, &h.size,
-                        &h.scan_stamp, &h.bmem, &h.hot[0], &h.hot[1], &h.wbuf, &h.cstamp, &h.cpool[0], &h.cpool[1]})
-        *a = at32(*a);
-    for (uint64_t** a : {&h.key, &h.best, &h.cuts, &h.repk, &h.ctheta, &h.bound, &h.sample}) *a = at64(*a);
+    for (int32_t** a : node_arrays(h)) *a = h32.data() + (*a - i32);
+    h.lake_cursor = h32.data() + (h.lake_cursor - i32);
+    for (uint64_t** a : key_arrays(h)) *a = h64.data() + (*a - u64);
     return round_state_fault(h);
 }
 
@@ -592,15 +615,10 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     st.occ = PlaquetteBits{bits.get(), word_rank.get(), first.get(), in.r0, in.c0, in.rows, in.cols};
     (void)box;
     int32_t* p = i32.get();
-    for (int32_t** a : {&st.label, &st.charge, &st.target, &st.next_member, &st.tail, &st.old_tail, &st.link,
-                        &st.stamp, &st.reopen_stamp, &st.active[0], &st.active[1], &st.open[0], &st.open[1],
-                        &st.reopened, &st.size, &st.scan_stamp, &st.bmem, &st.hot[0], &st.hot[1], &st.wbuf,
-                        &st.cstamp, &st.cpool[0], &st.cpool[1]})
-        *a = p, p += N;
+    for (int32_t** a : node_arrays(st)) *a = p, p += N;
     st.lake_cursor = p;
-    st.key = u64.get(), st.best = u64.get() + N, st.cuts = u64.get() + 2 * N, st.repk = u64.get() + 3 * N;
-    st.ctheta = u64.get() + 4 * N, st.bound = u64.get() + 5 * N;
-    st.sample = u64.get() + 6 * N;
+    uint64_t* q = u64.get();
+    for (uint64_t** a : key_arrays(st)) *a = q, q += N;
     st.tune = in.tune;
     // TESSERA_COLD_MARGIN, TESSERA_COLD_FROM: the cold pool's margin and first round, for A/B studies
     // (margin -1: every member listed).
@@ -779,8 +797,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
             throw std::runtime_error("cut rounds: step " + std::to_string(counts.broken) + " found the state broken in round " +
                                      std::to_string(counts.round));
         if (check_rounds) {
-            const std::string fault = device_state_fault(st, counts, i32.get(), N * 23 + static_cast<size_t>(in.L) + 1, u64.get(),
-                                                         N * 6 + kThetaSample, s);
+            const std::string fault = device_state_fault(st, counts, i32.get(), i32.size(), u64.get(), u64.size(), s);
             if (!fault.empty())
                 throw std::runtime_error(std::string("cut rounds: the state after a ") + (gridded ? "grid" : block ? "one-block" : "wide") +
                                          " launch: " + fault);
@@ -791,10 +808,7 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
     times.searched = counts.searched;
     if (trace && times.block_launches) {
         unsigned long long c[2 * kRoundSteps];
-        check(cudaMemcpy(c, clk.get(), sizeof c, cudaMemcpyDeviceToHost), "cut rounds: trace");
-        int dev = 0, khz = 1;
-        cudaGetDevice(&dev);
-        cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev);
+        const int khz = step_clocks(clk.get(), c);
         double total = 0;
         for (int k = 0; k < kRoundSteps; ++k) total += c[k] / (khz * 1.0);
         std::fprintf(stderr, "tessera: one-block rounds (mode %d): %d rounds, %.2f ms by SM clock (%d kHz), %.2f us a round; "
@@ -809,23 +823,15 @@ void run_rounds(const RoundArrays& in, std::vector<uint64_t>& codes, RoundCounts
                      static_cast<unsigned long long>(tail_probes[0]), static_cast<unsigned long long>(tail_probes[1]),
                      static_cast<unsigned long long>(tail_probes[3]),
                      static_cast<double>(tail_probes[3]) / std::max(1, times.block_rounds));
-        for (int k = 0; k < kRoundSteps; ++k)
-            std::fprintf(stderr, "tessera:   %-8s %9.2f ms  %7llu runs  %7.2f us a run\n", kStepNames[k], c[k] / (khz * 1.0),
-                         c[kRoundSteps + k], c[kRoundSteps + k] ? 1e3 * c[k] / khz / c[kRoundSteps + k] : 0.0);
+        print_step_clocks(c, khz, true);
     }
     if (trace && times.grid_launches) {
         unsigned long long c[2 * kRoundSteps];
-        check(cudaMemcpy(c, gclk.get(), sizeof c, cudaMemcpyDeviceToHost), "cut rounds: trace");
-        int dev = 0, khz = 1;
-        cudaGetDevice(&dev);
-        cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev);
+        const int khz = step_clocks(gclk.get(), c);
         std::fprintf(stderr, "tessera: grid rounds: %d rounds on %d blocks (up to %d nodes: %d), by thread 0's SM clock (each step "
                              "to the sync after it):\n",
                      times.grid_rounds, grid_blocks, kSmallGridUpTo, small_blocks);
-        for (int k = 0; k < kRoundSteps; ++k)
-            if (c[kRoundSteps + k])
-                std::fprintf(stderr, "tessera:   %-8s %9.2f ms  %7llu runs  %7.2f us a run\n", kStepNames[k], c[k] / (khz * 1.0),
-                             c[kRoundSteps + k], 1e3 * c[k] / khz / c[kRoundSteps + k]);
+        print_step_clocks(c, khz, false);
     }
 
     const int32_t m = counts.cuts;
