@@ -6,7 +6,8 @@
 #    past GDAL's block cache, or through it) against streamed (the inputs kept from the first pass, or
 #    read in every pass; MODES_EXTRA="ENV=V OPTIONS;..." adds runs; MOSAIC_MODES="ENV=V OPTIONS;..."
 #    runs the mosaic once per setting, X=1 by default), seconds and Gpx/s, per stage; for the mosaic
-#    the host's dirty-page limits, and Dirty/Writeback every 0.5 s to $OUT/mosaic_dirty.log.
+#    the host's dirty-page limits, and Dirty/Writeback/MemAvailable and the kernel's dirty thresholds
+#    (pages) every 0.5 s to $OUT/mosaic_dirty.log; MOSAIC_OUT_DIR=/dev/shm writes the mosaic's result there.
 #   bash jobs/gpu/device_streamed.sh BUNDLE_DIR "16384 32768" [MOSAIC_ROWSxCOLS]   (SKIP_IDENTITY=1: no part 1)
 set -u
 b=$1 sizes=${2:-"16384"} mosaic=${3:-}
@@ -71,18 +72,19 @@ if [ -n "$mosaic" ]; then
   IFS=';' read -r -a mmodes <<<"${MOSAIC_MODES:-X=1}"
   for mode in "${mmodes[@]}"; do
     env=${mode%% *} extra=; [ "$env" = "$mode" ] || extra=${mode#* }
-    rm -f "$d/out.h5"
+    o=${MOSAIC_OUT_DIR:-$d}; rm -f "$o/out.h5"  # MOSAIC_OUT_DIR=/dev/shm: the write without the disk
     t0=$(date +%s.%N)
     # Dirty and Writeback (kB) every half second during the run (epoch seconds), to mosaic_dirty.log.
     echo "== $mode: started $t0" >>"${OUT:-$d}/mosaic_dirty.log"
-    (while sleep 0.5; do echo "$(date +%s.%N) $(grep -E '^(Dirty|Writeback):' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"; done \
+    (while sleep 0.5; do echo "$(date +%s.%N) $(grep -E '^(Dirty|Writeback|MemAvailable):' /proc/meminfo | tr -s ' ' | tr '\n' ' ') $(grep -E '^nr_dirty_(background_)?threshold ' /proc/vmstat | tr '\n' ' ')"; done \
       >>"${OUT:-$d}/mosaic_dirty.log") 2>/dev/null &
     sampler=$!
-    env $env TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 $extra "$d/mosaic.vrt" "$d/out.h5" 2>&1 |
+    env $env TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 $extra "$d/mosaic.vrt" "$o/out.h5" 2>&1 |
       tee -a "${OUT:-$d}/mosaic_trace.log" | grep -E "chunks/|unwrap |^tessera: [a-z_]+ +[0-9]|Mpixel|error" | tr -s ' ' | tr '\n' ';'
     pkill -P "$sampler" 2>/dev/null; kill "$sampler" 2>/dev/null
     echo " wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
     echo " <- mosaic $mosaic $mode"
+    rm -f "$o/out.h5"
   done
 fi
 rm -rf "$d"
