@@ -24,7 +24,6 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
-#include <future>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -359,16 +358,7 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
     }
 }
 
-struct Hdf5Writer::PendingFill {
-    MappedChunks chunks;
-    std::future<std::string> done;  // "" or what failed
-    std::string name;
-    double mb = 0, fill_ms = 0;
-};
-
 Hdf5Writer::~Hdf5Writer() {
-    if (pending_) pending_->done.wait();  // its threads write into the caller's mapping of the file
-    pending_.reset();
     if (committed_ || !mpi_usable()) return;
     const int rank = comm_.rank(), size = comm_.size();
     if (file_ >= 0) {
@@ -391,7 +381,6 @@ Hdf5Writer::~Hdf5Writer() {
 template <typename T>
 void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const T* data,
                                int64_t stride, const std::vector<Attribute>& attrs, size_t src_elem) {
-    if (!overlap_) settle();
     Failure local;
     if (committed_ || file_ < 0)
         local = {FailKind::kLogic, "Hdf5Writer: write of '" + name + "' after commit()"};
@@ -484,38 +473,15 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         // host's threads and written as they are (the library's and filters' work, not one core's).
         if (writes_own_chunks(own)) {
             if (takes_mapped_chunks(dset.get())) {
-                settle();  // one dataset filling at a time
                 std::string problem;
-                auto p = std::make_unique<PendingFill>();
-                const MappedWrite m = map_chunks(tmp_path_, dset.get(), own.rows, cols_, sizeof(T), chunk, own.row0,
-                                                 p->chunks, problem);
+                const MappedWrite m = write_mapped_chunks(tmp_path_, dset.get(), data, stride, own.rows, cols_, sizeof(T),
+                                                          chunk, &fill, src_elem, own.row0, problem);
                 if (m == MappedWrite::failed) {
                     fail(problem);
                     break;
                 }
-                if (m == MappedWrite::written && !overlap_) {
-                    p->chunks.fill(data, stride, src_elem, &fill);
-                    how = "mapped";
-                    break;
-                }
                 if (m == MappedWrite::written) {
-                    // The library's next writes (other datasets) overlap this fill: it makes no
-                    // library call, and its chunks' file space is its own.
-                    PendingFill* q = p.get();
-                    q->name = name;
-                    q->mb = static_cast<double>(own.size()) * static_cast<double>(sizeof(T)) / 1e6;
-                    q->done = std::async(std::launch::async, [q, data, stride, src_elem, fill]() -> std::string {
-                        try {
-                            Lap lap;
-                            q->chunks.fill(data, stride, src_elem, &fill);
-                            q->fill_ms = lap.next_ms();
-                            return {};
-                        } catch (const std::exception& e) {
-                            return e.what();
-                        }
-                    });
-                    pending_ = std::move(p);
-                    how = "mapped, filling on its own threads";
+                    how = "mapped";
                     break;
                 }
             }
@@ -617,31 +583,7 @@ void Hdf5Writer::write_u8(const std::string& name, const Window& own, const uint
     write_dataset(name, own, data, stride, attrs);
 }
 
-void Hdf5Writer::set_overlapped_writes(bool on) {
-    if (!on) settle();
-    overlap_ = on;
-}
-
-void Hdf5Writer::settle() {
-    if (!pending_) return;  // only a one-rank writer has one: no other rank to agree with
-    Lap waited;
-    const std::string e = pending_->done.get();
-    const double wait_ms = waited.next_ms();
-    if (trace_on())
-        std::fprintf(stderr, "tessera: hdf5 %-22s %9.1f MB filled in %8.1f ms (waited for %.1f ms)\n",
-                     pending_->name.c_str(), pending_->mb, pending_->fill_ms, wait_ms);
-    const std::string name = pending_->name;
-    pending_.reset();
-    Failure local;
-    if (!e.empty()) local = {FailKind::kRuntime, "HDF5: dataset '" + name + "' of '" + tmp_path_ + "': " + e};
-    if (Failure f = agree(comm_, local)) {
-        failed_together_ = true;
-        throw_failure(f, path_);
-    }
-}
-
 void Hdf5Writer::collective_step(const std::string& what, const std::function<std::string()>& step) {
-    settle();
     Failure local;
     if (committed_ || file_ < 0) {
         local = {FailKind::kLogic, "Hdf5Writer: " + what + " after commit()"};
@@ -726,7 +668,6 @@ void Hdf5Writer::attach_dimensions(const std::string& name, const std::vector<st
 }
 
 void Hdf5Writer::write_attributes(const std::vector<Attribute>& attrs) {
-    settle();
     Failure local;
     if (committed_ || file_ < 0) {
         local = {FailKind::kLogic, "Hdf5Writer: write_attributes after commit()"};
@@ -747,7 +688,6 @@ void Hdf5Writer::write_attributes(const std::vector<Attribute>& attrs) {
 }
 
 void Hdf5Writer::commit() {
-    settle();
     Failure local;
     if (committed_ || file_ < 0) local = {FailKind::kLogic, "Hdf5Writer: commit() called twice"};
     if (Failure f = agree(comm_, local)) {

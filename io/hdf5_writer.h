@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <future>
-#include <memory>
 #include <string>
 #include <utility>
 #include <variant>
@@ -17,8 +15,6 @@
 #include "partition/comm.h"
 
 namespace tessera {
-
-class MappedChunks;  // io/mapped_chunks.h
 
 using AttrValue = std::variant<int64_t, double, std::string, std::vector<double>>;
 
@@ -85,14 +81,6 @@ public:
     // Default 1. Same value on every rank.
     void set_deflate(int level) { deflate_level_ = level; }
 
-    // Overlapped writes (section 7): while on, an uncompressed dataset that one rank writes
-    // through a mapping of the file may still be filling on its own threads when the write
-    // returns, while the library writes the next datasets; its data must stay valid until
-    // settle(). Turning it off, settle(), commit(), a second such write and every call that is
-    // not a dataset write wait for it (the destructor too). Off by default.
-    void set_overlapped_writes(bool on);
-    void settle();
-
     // Root-file attributes; collective, same values on every rank.
     void write_attributes(const std::vector<Attribute>& attrs);
 
@@ -129,9 +117,6 @@ private:
     int deflate_level_ = 1;
     bool windowed_ = false;
     bool failed_together_ = false;  // a failure was thrown on every rank alike
-    bool overlap_ = false;
-    struct PendingFill;  // a mapped dataset filling on its own threads (set_overlapped_writes)
-    std::unique_ptr<PendingFill> pending_;
 };
 
 // Summary of a result file for `tessera info`: datasets with shape and type,

@@ -53,37 +53,31 @@ bool takes_mapped_chunks(hid_t dset) {
     return ok;
 }
 
-MappedChunks::~MappedChunks() {
-    Lap lap;
-    if (map_ != nullptr) ::munmap(map_, span_);
-    if (fd_ >= 0) ::close(fd_);
-    if (map_ != nullptr && trace_on()) std::fprintf(stderr, "tessera: mapped chunks: unmapped in %.1f ms\n", lap.next_ms());
-}
-
-MappedWrite map_chunks(const std::string& path, hid_t dset, int64_t rows, int64_t cols, size_t elem,
-                       const hsize_t chunk[2], int64_t row0, MappedChunks& out, std::string& problem) {
+MappedWrite write_mapped_chunks(const std::string& path, hid_t dset, const void* data, int64_t stride, int64_t rows,
+                                int64_t cols, size_t elem, const hsize_t chunk[2], const void* fill, size_t src_elem,
+                                int64_t row0, std::string& problem) {
+    if (src_elem == 0) src_elem = elem;
     const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
     const int64_t nr = (rows + cr - 1) / cr, nc = (cols + cc - 1) / cc, total = nr * nc;
     const uint64_t bytes = static_cast<uint64_t>(cr * cc) * elem;
+    // Each chunk's place in the file, as the library allocated it at the dataset's creation.
     Lap lap;
-    double ms[3] = {0, 0, 0};  // chunk places, allocation, mapping (TESSERA_TRACE)
     std::vector<haddr_t> addr(static_cast<size_t>(total));
-    auto place = [&](int64_t k) {  // HADDR_UNDEF where the chunk has no space of its own size
+    auto place = [&](int64_t k) {  // HADDR_UNDEF where the chunk has no space of its full size
         const hsize_t off[2] = {static_cast<hsize_t>(row0 + (k / nc) * cr), static_cast<hsize_t>((k % nc) * cc)};
         unsigned mask = 0;
         haddr_t a = HADDR_UNDEF;
         hsize_t size = 0;
         return H5Dget_chunk_info_by_coord(dset, off, &mask, &a, &size) >= 0 && size == bytes ? a : HADDR_UNDEF;
     };
-    // HDF5 1.10 finds a chunk by walking the index (every chunk up to it): a window of n chunks
-    // took O(n^2) (0.2-1.4 s a window of 5 000 chunks on the lent H100 host). With the implicit
-    // index (the file format's: chunk i of the row-major chunk grid at first + i * bytes), the
-    // places are computed, and checked at the window's first and last chunk.
+    // HDF5 1.10 finds a chunk by walking the index up to it: looking up a window's n chunks took
+    // O(n^2) (0.2-1.4 s for 4 968 chunks on the lent H100 host). In the implicit index (the file
+    // format's: chunk i of the row-major chunk grid at first + i * bytes) the window's whole rows of
+    // chunks are consecutive: their places are computed, checked at its first and last chunk.
     H5D_chunk_index_t index{};
     bool computed = false;
     if (total > 1 && H5Dget_chunk_index_type(dset, &index) >= 0 && index == H5D_CHUNK_IDX_NONE) {
         const haddr_t first = place(0), last = place(total - 1);
-        // The window is whole rows of the grid: its chunks are consecutive there.
         if (first != HADDR_UNDEF && last == first + static_cast<haddr_t>(total - 1) * bytes) {
             for (int64_t k = 0; k < total; ++k) addr[static_cast<size_t>(k)] = first + static_cast<haddr_t>(k) * bytes;
             computed = true;
@@ -93,11 +87,9 @@ MappedWrite map_chunks(const std::string& path, hid_t dset, int64_t rows, int64_
         if ((addr[static_cast<size_t>(k)] = place(k)) == HADDR_UNDEF) return MappedWrite::unsupported;
     haddr_t lo = HADDR_UNDEF, hi = 0;
     for (const haddr_t a : addr) lo = std::min(lo, a), hi = std::max<haddr_t>(hi, a + bytes);
-    out.rows_ = rows, out.cols_ = cols, out.nc_ = nc, out.elem_ = elem, out.bytes_ = bytes;
-    out.chunk_[0] = chunk[0], out.chunk_[1] = chunk[1];
     if (total == 0) return MappedWrite::written;
+    const double places_ms = lap.next_ms();
 
-    ms[0] = lap.next_ms();
     Fd f;
     f.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (f.fd < 0) {
@@ -111,27 +103,11 @@ MappedWrite map_chunks(const std::string& path, hid_t dset, int64_t rows, int64_
         problem = "cannot allocate " + std::to_string(hi - lo) + " bytes for the chunks (" + std::strerror(errno) + ")";
         return MappedWrite::failed;
     }
-    ms[1] = lap.next_ms();
     const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     const uint64_t base = lo / page * page, span = hi - base;
     void* m = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, static_cast<off_t>(base));
     if (m == MAP_FAILED) return MappedWrite::unsupported;
-    ms[2] = lap.next_ms();
-    if (trace_on())
-        std::fprintf(stderr, "tessera: mapped chunks: %lld places %s in %.1f ms, allocated %.1f ms, mapped %.1f ms\n",
-                     static_cast<long long>(total), computed ? "computed" : "looked up", ms[0], ms[1], ms[2]);
-    out.map_ = static_cast<unsigned char*>(m);
-    out.fd_ = f.fd, f.fd = -1;
-    out.base_ = base, out.span_ = span, out.page_ = page;
-    out.addr_ = std::move(addr);
-    return MappedWrite::written;
-}
-
-void MappedChunks::fill(const void* data, int64_t stride, size_t src_elem, const void* fill) const {
-    if (src_elem == 0) src_elem = elem_;
-    const int64_t total = static_cast<int64_t>(addr_.size()), cr = static_cast<int64_t>(chunk_[0]),
-                  cc = static_cast<int64_t>(chunk_[1]);
-    if (total == 0) return;
+    auto* map = static_cast<unsigned char*>(m);
     const auto* src = static_cast<const unsigned char*>(data);
     const auto* fb = static_cast<const unsigned char*>(fill);
     // Each thread a contiguous run of chunks, its span of the mapping populated writable in one
@@ -144,15 +120,19 @@ void MappedChunks::fill(const void* data, int64_t stride, size_t src_elem, const
         if (k1 > k0) {
             haddr_t a0 = HADDR_UNDEF, a1 = 0;
             for (int64_t k = k0; k < k1; ++k)
-                a0 = std::min(a0, addr_[static_cast<size_t>(k)]), a1 = std::max<haddr_t>(a1, addr_[static_cast<size_t>(k)] + bytes_);
-            const uint64_t p0 = (a0 - base_) / page_ * page_,
-                           p1 = std::min<uint64_t>(span_, (a1 - base_ + page_ - 1) / page_ * page_);
-            (void)::madvise(map_ + p0, p1 - p0, kPopulateWrite);  // advice: without it (Linux < 5.14) the stores fault
+                a0 = std::min(a0, addr[static_cast<size_t>(k)]), a1 = std::max<haddr_t>(a1, addr[static_cast<size_t>(k)] + bytes);
+            const uint64_t p0 = (a0 - base) / page * page, p1 = std::min<uint64_t>(span, (a1 - base + page - 1) / page * page);
+            (void)::madvise(map + p0, p1 - p0, kPopulateWrite);  // advice: without it (Linux < 5.14) the stores fault
         }
         for (int64_t k = k0; k < k1; ++k)
-            gather_chunk(map_ + (addr_[static_cast<size_t>(k)] - base_), src, stride, rows_, cols_, src_elem, elem_,
-                         chunk_, (k / nc_) * cr, (k % nc_) * cc, fb);
+            gather_chunk(map + (addr[static_cast<size_t>(k)] - base), src, stride, rows, cols, src_elem, elem, chunk,
+                         (k / nc) * cr, (k % nc) * cc, fb);
     }
+    ::munmap(m, span);
+    if (trace_on())
+        std::fprintf(stderr, "tessera: mapped chunks: %lld places %s in %.1f ms, filled and unmapped in %.1f ms\n",
+                     static_cast<long long>(total), computed ? "computed" : "looked up", places_ms, lap.next_ms());
+    return MappedWrite::written;
 }
 
 }  // namespace tessera

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "io/cf_grid.h"
-#include "kernels/ab_switch.h"
 
 namespace tessera {
 
@@ -16,22 +15,6 @@ constexpr int64_t kFillInt32 = -2147483647, kFillInt8 = -127, kFillUInt8 = 255;
 
 // The 2-D datasets a result may hold (write_unwrap_datasets), in the order they are written.
 const char* const kResultDatasets[] = {"unwrapped_phase", "connected_components", "cycles", "residues", "branch_cuts"};
-
-// The phase's mapped chunks fill on their own threads while the library writes the other datasets
-// (Hdf5Writer::set_overlapped_writes); on every way out the fill is waited for, as the caller
-// frees the window's arrays after the call.
-struct OverlappedWrites {
-    Hdf5Writer& out;
-    explicit OverlappedWrites(Hdf5Writer& w) : out(w) {
-        out.set_overlapped_writes(!switch_is("TESSERA_OVERLAP_WRITES", "0"));  // =0: one after the other (A/B)
-    }
-    ~OverlappedWrites() {
-        try {
-            out.set_overlapped_writes(false);
-        } catch (...) {  // only while another failure unwinds: the normal way out settled first
-        }
-    }
-};
 
 std::vector<Attribute> with_cf(std::vector<Attribute> attrs, const char* long_name, const char* units) {
     attrs.push_back({"long_name", std::string(long_name)});
@@ -49,7 +32,6 @@ void write_unwrap_result(Hdf5Writer& out, const UnwrapResultWindow& r, int compr
 
 void write_unwrap_datasets(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase) {
     const double nan = std::nan("");
-    OverlappedWrites overlap(out);
     // A noisy float phase deflates about 1.3x at ~45 MB/s per core (README): off by default.
     out.set_deflate(compress_phase);
     out.write_f32("unwrapped_phase", r.own, r.u, r.stride,
@@ -79,7 +61,6 @@ void write_unwrap_datasets(Hdf5Writer& out, const UnwrapResultWindow& r, int com
                                                           "edges touching invalid pixels)")},
                               {"_FillValue", kFillUInt8}},
                              "blocked edges", "1"));
-    out.set_overlapped_writes(false);  // waits for the phase's fill; a failure of it throws here
 }
 
 void finish_unwrap_result(Hdf5Writer& out, const std::vector<Attribute>& root_attributes) {

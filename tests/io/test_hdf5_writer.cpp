@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "io/input_error.h"
-#include "io/unwrap_result_writer.h"
 #include "support/cli.h"
 #include "kernels/label_width.h"
 
@@ -572,8 +571,9 @@ TEST_F(Hdf5WriterTest, WindowsOfWholeChunkRowsDeflateOnThreads) {
 }
 
 // One rank's uncompressed dataset (io/mapped_chunks.h): made with every chunk allocated and no
-// fill, its windows' chunks stored through a mapping of the file; every value reads back through
-// the library, the last row of chunks padded past the image, in one window and in several.
+// fill, its windows' chunks stored through a mapping of the file at places computed from the
+// implicit index; every value reads back through the library, the last row of chunks padded past
+// the image, in one window and in several, and a compressed dataset written after it too.
 TEST_F(Hdf5WriterTest, UncompressedChunksWrittenThroughAMappingReadBack) {
     const int64_t R = 1100, C = 700, stride = 703;
     std::vector<float> src(static_cast<size_t>(R * stride), -7.f);
@@ -591,6 +591,9 @@ TEST_F(Hdf5WriterTest, UncompressedChunksWrittenThroughAMappingReadBack) {
             for (size_t k = 0; k + 1 < windows.size(); ++k)
                 w.write_f32("unwrapped_phase", {windows[k], 0, windows[k + 1] - windows[k], C},
                             src.data() + windows[k] * stride, stride, {});
+            w.set_deflate(1);
+            const std::vector<uint32_t> seven(static_cast<size_t>(R * C), 7u);
+            w.write_u32("labels", {0, 0, R, C}, seven.data(), C, {});
             w.commit();
         }
         EXPECT_EQ(read_all<float>(out, "unwrapped_phase"), want) << windows.size() - 1 << " windows";
@@ -605,44 +608,18 @@ TEST_F(Hdf5WriterTest, UncompressedChunksWrittenThroughAMappingReadBack) {
         if (!std::getenv("TESSERA_MAPPED_WRITE")) {
             EXPECT_EQ(at, H5D_ALLOC_TIME_EARLY);
             EXPECT_EQ(ft, H5D_FILL_TIME_NEVER);
+            // HDF5's implicit index (the chunks' places computed from the first), and the file's
+            // later objects in the 1.8 format again: a compressed dataset indexed by a v1 B-tree.
+            H5D_chunk_index_t idx{};
+            EXPECT_GE(H5Dget_chunk_index_type(d, &idx), 0);
+            EXPECT_EQ(idx, H5D_CHUNK_IDX_NONE);
+            const hid_t l = H5Dopen2(f.id, "labels", H5P_DEFAULT);
+            EXPECT_GE(H5Dget_chunk_index_type(l, &idx), 0);
+            EXPECT_EQ(idx, H5D_CHUNK_IDX_BTREE);
+            H5Dclose(l);
         }
+        EXPECT_EQ(read_all<uint32_t>(out, "labels"), std::vector<uint32_t>(want.size(), 7u));
         H5Pclose(p), H5Dclose(d);
-        std::filesystem::remove(out);
-    }
-}
-
-// Overlapped writes (Hdf5Writer::set_overlapped_writes, as write_unwrap_datasets does): the phase's
-// mapped chunks fill on their own threads while the library writes the labels. Each window's
-// arrays are overwritten as soon as the call returns (as a chunked run reuses them), so a fill
-// not waited for reads back wrong; both datasets read back exactly, in one window and in three.
-TEST_F(Hdf5WriterTest, OverlappedPhaseFillIsDoneWhenTheWindowsWriteReturns) {
-    const int64_t R = 1300, C = 1100;
-    auto phase = [](int64_t r, int64_t c) { return static_cast<float>(r * 3 - c) * 0.125f; };
-    auto label = [](int64_t r, int64_t c) { return static_cast<uint32_t>(1 + r / 700 + 2 * (c / 500)); };
-    std::vector<float> want_u(static_cast<size_t>(R * C));
-    std::vector<uint32_t> want_l(want_u.size());
-    for (int64_t r = 0; r < R; ++r)
-        for (int64_t c = 0; c < C; ++c)
-            want_u[static_cast<size_t>(r * C + c)] = phase(r, c), want_l[static_cast<size_t>(r * C + c)] = label(r, c);
-    for (const auto& windows : {std::vector<int64_t>{0, 1300}, std::vector<int64_t>{0, 512, 1024, 1300}}) {
-        const std::string out = file("overlapped.h5");
-        {
-            Hdf5Writer w(out, MPI_COMM_WORLD, R, C);
-            w.set_windowed(true);
-            std::vector<float> u;
-            std::vector<uint32_t> l;
-            for (size_t k = 0; k + 1 < windows.size(); ++k) {
-                const int64_t r0 = windows[k], n = windows[k + 1] - r0;
-                u.assign(want_u.begin() + r0 * C, want_u.begin() + (r0 + n) * C);
-                l.assign(want_l.begin() + r0 * C, want_l.begin() + (r0 + n) * C);
-                tessera::write_unwrap_datasets(w, tessera::UnwrapResultWindow{Window{r0, 0, n, C}, C, u.data(), l.data(), 4}, 0);
-                std::fill(u.begin(), u.end(), -1.f);  // the next window's arrays
-                std::fill(l.begin(), l.end(), 0u);
-            }
-            w.commit();
-        }
-        EXPECT_EQ(read_all<float>(out, "unwrapped_phase"), want_u) << windows.size() - 1 << " windows";
-        EXPECT_EQ(read_all<uint32_t>(out, "connected_components"), want_l) << windows.size() - 1 << " windows";
         std::filesystem::remove(out);
     }
 }
