@@ -49,10 +49,6 @@ void register_gdal_once() {
         // One rank per GPU or socket leaves its cores to GDAL's block decoding.
         if (!CPLGetConfigOption("GDAL_NUM_THREADS", nullptr))
             CPLSetConfigOption("GDAL_NUM_THREADS", std::to_string(omp_get_max_threads()).c_str());
-        // Uncompressed GeoTIFFs read through RasterIO (a VRT's sources) straight into the buffer,
-        // past the block cache and its lock: the NISAR-size VRT's reads waited 3.2 s against
-        // 3.4-3.7 s on the lent H100 host (bench/results/gpu_h100_mapped_places.md).
-        if (!CPLGetConfigOption("GTIFF_DIRECT_IO", nullptr)) CPLSetConfigOption("GTIFF_DIRECT_IO", "YES");
     });
 }
 

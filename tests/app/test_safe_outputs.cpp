@@ -622,6 +622,19 @@ TEST_F(SafeOutputs, TruncatedGeotiffGivesOneLine) {
     EXPECT_EQ(r.err.find("HDF5-DIAG"), std::string::npos) << r.err;
 }
 
+// The same file as a VRT's source (read through RasterIO): GDAL's GTIFF_DIRECT_IO would read it
+// without an error (a tile cut short), so it stays off.
+TEST_F(SafeOutputs, TruncatedGeotiffInAVrtGivesOneLine) {
+    const std::string bytes = slurp(in), cut = dir / "cut.tif", vrt = dir / "cut.vrt";
+    std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+    std::ofstream(vrt) << "<VRTDataset rasterXSize=\"70\" rasterYSize=\"60\"><VRTRasterBand dataType=\"Float32\" "
+                          "band=\"1\"><SimpleSource><SourceFilename relativeToVRT=\"1\">cut.tif</SourceFilename>"
+                          "<SourceBand>1</SourceBand><SrcRect xOff=\"0\" yOff=\"0\" xSize=\"70\" ySize=\"60\"/>"
+                          "<DstRect xOff=\"0\" yOff=\"0\" xSize=\"70\" ySize=\"60\"/></SimpleSource>"
+                          "</VRTRasterBand></VRTDataset>\n";
+    expect_refused(unwrap(vrt + " " + (dir / "r.h5")), "cut.vrt", {cut, vrt});
+}
+
 // --- row 13: the command line --------------------------------------------------------------------
 
 TEST_F(SafeOutputs, ReferenceTakesExactlyTwoValues) {
