@@ -125,10 +125,11 @@ void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& 
     std::printf("  residues %lld: %lld pair cuts, %lld ground cuts, %lld discharged into lakes\n",
                 static_cast<long long>(r.residues), static_cast<long long>(r.pairs),
                 static_cast<long long>(r.ground_cuts), static_cast<long long>(r.lake_joins));
-    std::printf("  components %lld, labelled %lld (min size %lld), largest %lld pixels, conflicts %lld\n",
+    std::printf("  components %lld, labelled %lld (min size %lld), largest %lld pixels, conflicts %lld, "
+                "%lld pixels' cycles corrected\n",
                 static_cast<long long>(r.components), static_cast<long long>(r.labelled),
                 static_cast<long long>(o.min_component_size), static_cast<long long>(r.largest),
-                static_cast<long long>(r.conflicts));
+                static_cast<long long>(r.conflicts), static_cast<long long>(r.corrected));
     std::printf("  %lld rank(s) as %lldx%lld, %s backend; most bytes sent by a rank %lld\n",
                 static_cast<long long>(r.ranks), static_cast<long long>(r.rank_rows),
                 static_cast<long long>(r.rank_cols), o.backend == tessera::Backend::kCuda ? "cuda" : "cpu",

@@ -57,8 +57,8 @@ void write_unwrap_datasets(Hdf5Writer& out, const UnwrapResultWindow& r, int com
                              "residue charge", "1"));
     if (r.cuts)
         out.write_u8("branch_cuts", r.own, r.cuts, r.own.cols,
-                     with_cf({{"description", std::string("blocked edges: bit 0 right edge, bit 1 down edge (cuts and "
-                                                          "edges touching invalid pixels)")},
+                     with_cf({{"description", std::string("blocked edges: bit 0 right edge, bit 1 down edge (cuts and edges touching "
+                                                          "invalid pixels); bit 2: the pixel's cycles corrected from its neighbours")},
                               {"_FillValue", kFillUInt8}},
                              "blocked edges", "1"));
 }

@@ -124,8 +124,8 @@ class Tools:
                 ("regions", "regions_all_right", "valid", "correct", "one_offset", "output_regions",
                  "output_regions_ge100")}
 
-    def tessera(self, binary, d, tag, phase, rows, cols, coh=None, mask=None):
-        """Runs `binary unwrap`; returns (seconds, unw.f32 path or None, components, residues, status)."""
+    def tessera(self, binary, d, tag, phase, rows, cols, coh=None, mask=None, extra=()):
+        """Runs `binary unwrap [extra]`; returns (seconds, unw.f32 path or None, components, residues, status)."""
         if not os.path.exists(binary):
             return None, None, None, None, f"missing {binary}"
         if binary not in self.help:
@@ -138,7 +138,7 @@ class Tools:
             cmd += ["--coherence", coh, "--min-coherence", str(MIN_COH)]
         if mask:
             cmd += ["--mask", mask]
-        cmd += [phase, out]
+        cmd += list(extra) + [phase, out]
         sec, p = timed(cmd)
         if p.returncode != 0 or not os.path.exists(out):
             for f in (out, out + ".tmp"):
@@ -180,7 +180,8 @@ def run_scene(tools, rows_out, scene, size, d, rows, cols, phase, coh, mask, gol
             continue
         tag = tool.replace(" ", "_")
         if binary:
-            sec, unw, comps, res, status = tools.tessera(binary, d, tag, phase, rows, cols, coh, mask)
+            extra = shlex.split(a.after_args if tool == "tessera after" else a.before_args)
+            sec, unw, comps, res, status = tools.tessera(binary, d, tag, phase, rows, cols, coh, mask, extra)
         else:
             sec, unw, res, status = tools.goldstein(d, tag, gold_phase, rows, cols, gold_mask)
             comps = None
@@ -333,6 +334,8 @@ def main():
     ap.add_argument("--no-gp", action="store_true", help="leave out the Ghiglia & Pritt scenes")
     ap.add_argument("--after", default=os.path.join(ROOT, "build", "tessera"))
     ap.add_argument("--before", default="/work/before/tessera", help="an earlier build, or none")
+    ap.add_argument("--after-args", default="", help="more `unwrap` options for the after build, e.g. '--cut-radius 32'")
+    ap.add_argument("--before-args", default="", help="more `unwrap` options for the before build")
     ap.add_argument("--seed-offset", type=int, default=0,
                     help="added to every scene's seed: the same kinds of scene, other instances")
     ap.add_argument("--bench-build", default=os.path.join(ROOT, "build-bench"))
@@ -375,7 +378,8 @@ def main():
         f"Command: `{command}`  ",
         f"Machine: nproc {nproc}, {cpu}; date {started:%Y-%m-%d %H:%M} UTC; whole run {total:.0f} s; "
         f"load average at the end {', '.join(f'{x:.2f}' for x in os.getloadavg())} (other work inflates times)  ",
-        f"after: {binary_note(a.after)}; before: {binary_note(a.before)}; goldstein: "
+        f"after: {binary_note(a.after)}{' `' + a.after_args + '`' if a.after_args else ''}; "
+        f"before: {binary_note(a.before)}{' `' + a.before_args + '`' if a.before_args else ''}; goldstein: "
         f"`bench/goldstein_ref` (one thread, default max box 60)",
         "",
         "tessera runs `unwrap -q` with its defaults (tile 512, min component size 100); \"coherence yes\": "

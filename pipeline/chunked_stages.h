@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <functional>
 #include <future>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,7 @@
 #include "partition/matching.h"
 #include "partition/rank_grid.h"
 #include "pipeline/chunk_run.h"
+#include "pipeline/correct_cycles.h"
 #include "kernels/host_buffer.h"
 #include "pipeline/unwrap_region.h"
 
@@ -182,6 +184,32 @@ private:
     std::exception_ptr e_;
 };
 
+// A row's union-find state kept in pass 2 for the cycle correction (section 4.1): root (-1:
+// unreliable), potential and phase, from which the final u follows once the offsets are known.
+struct RowState {
+    int64_t root;
+    int32_t k;
+    float phase;
+};
+
+inline std::vector<RowState> row_state(const std::vector<PixelState>& s) {
+    std::vector<RowState> out;
+    out.reserve(s.size());
+    for (const PixelState& p : s) out.push_back({(p.flags & kUnreliable) ? int64_t{-1} : p.root, p.k, p.phase});
+    return out;
+}
+
+// Section 4's u of a kept pixel, as apply computes it; NaN where not integrated.
+inline float final_u(int64_t root, int32_t k, float phase, const std::vector<ComponentRecord>& recs,
+                     const std::vector<int32_t>& offset) {
+    if (root < 0) return std::numeric_limits<float>::quiet_NaN();
+    const auto it = std::lower_bound(recs.begin(), recs.end(), root,
+                                     [](const ComponentRecord& x, int64_t v) { return x.root < v; });
+    TESSERA_INVARIANT(it != recs.end() && it->root == root, "cycle correction: a kept root without its record");
+    const int32_t kk = k + offset[static_cast<size_t>(it - recs.begin())];
+    return phase + kTwoPiF * static_cast<float>(kk);
+}
+
 }  // namespace chunked
 
 // Region: cpu::Region or cuda::Region. `tile_rows`: tile rows per chunk. Collective over comm
@@ -306,6 +334,10 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     RegionComponents comps;
     chunked::BorderStates borders;
     std::vector<PixelState> above;  // the previous chunk's last row
+    // Section 4.1: each chunk's first and last rows, whose final u its neighbours' correction reads.
+    const bool correcting = cycle_correction_on(p);
+    std::vector<std::vector<chunked::RowState>> first_rows(correcting ? static_cast<size_t>(n_chunks) : 0),
+        last_rows(first_rows.size());
     pass([&](int64_t i, Region& region, const RegionArrays& a) {
             const Window& cw = chunks[static_cast<size_t>(i)];
             region.place_cuts(cuts);
@@ -315,6 +347,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             comps.conflicts += c.conflicts;
             const Window first{cw.row0, own.col0, 1, own.cols}, last{cw.row0 + cw.rows - 1, own.col0, 1, own.cols};
             std::vector<PixelState> top = region.strip(first);
+            if (correcting) first_rows[static_cast<size_t>(i)] = chunked::row_state(top);
             for (size_t j = 0; j < above.size(); ++j) {
                 const PixelState &pa = above[j], &pb = top[j];
                 if (pa.flags & kBlockDown) continue;
@@ -323,6 +356,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             }
             if (cw.row0 == own.row0) borders.keep(first, std::move(top));
             above = region.strip(last);
+            if (correcting) last_rows[static_cast<size_t>(i)] = chunked::row_state(above);
             if (cw.row0 + cw.rows == r1) borders.keep(last, above);
             borders.keep({cw.row0, own.col0, cw.rows, 1}, region.strip({cw.row0, own.col0, cw.rows, 1}));
             borders.keep({cw.row0, c1 - 1, cw.rows, 1}, region.strip({cw.row0, c1 - 1, cw.rows, 1}));
@@ -346,6 +380,41 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     st.components = g.components, st.labelled = g.labelled, st.largest = g.largest;
     st.label_bytes = p.narrow_labels ? label_bytes_for(static_cast<uint64_t>(g.labelled)) : 4;
     stage("offset_solve");
+
+    // Section 4.1: the final u beside each chunk (the ring from the other ranks, from the border
+    // states; the rows of the chunks above and below, from pass 2's rows), before any correction.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    RingHalo ring;
+    std::vector<std::vector<float>> halo_above(first_rows.size()), halo_below(first_rows.size());
+    int64_t corrected = 0;
+    if (correcting) {
+        ring = exchange_ring(grid, comm, [&](int64_t r, int64_t c) {
+            const PixelState s = borders.strip({r, c, 1, 1})[0];
+            return chunked::final_u((s.flags & kUnreliable) ? int64_t{-1} : s.root, s.k, s.phase, comps.records, g.offset);
+        });
+        // A row of the own window with the ring's columns beside it.
+        auto own_row = [&](int64_t r, const std::vector<chunked::RowState>& s) {
+            std::vector<float> row(static_cast<size_t>(own.cols + 2), nan);
+            row.front() = ring.left[static_cast<size_t>(r - own.row0)];
+            row.back() = ring.right[static_cast<size_t>(r - own.row0)];
+            for (size_t j = 0; j < s.size(); ++j) row[j + 1] = chunked::final_u(s[j].root, s[j].k, s[j].phase, comps.records, g.offset);
+            return row;
+        };
+        for (int64_t i = 0; i < n_chunks; ++i) {
+            const size_t at = static_cast<size_t>(i);
+            const Window& cw = chunks[at];
+            halo_above[at] = i == 0 ? ring.above : own_row(cw.row0 - 1, last_rows[at - 1]);
+            halo_below[at] = i + 1 == n_chunks ? ring.below : own_row(cw.row0 + cw.rows, first_rows[at + 1]);
+        }
+        release(first_rows);
+        release(last_rows);
+    }
+    auto correct_chunk = [&](int64_t i, const RegionArrays& a) {
+        if (!correcting) return;
+        const size_t at = static_cast<size_t>(i);
+        const Window band{chunks[at].row0, own.col0, chunks[at].rows, own.cols};
+        corrected += correct_cycles(a, band, ring.band(own, band, halo_above[at], halo_below[at]), correction_keep(p, W));
+    };
 
     // Pass 3: the same cuts and union-find again (or their state from the scratch), then each
     // chunk's share of the assignment, handed to the sink once its Region is gone. With
@@ -398,6 +467,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                 (void)region.union_find();
                 apply_chunk(i, region);
             }
+            correct_chunk(i, ca->a);
             hand_on(i, std::move(ca));
         });
     } else {
@@ -430,12 +500,14 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                     region.restore_union_find(std::move(r.uf));
                     apply_chunk(i, region);
                 }
+                correct_chunk(i, r.ca->a);
                 hand_on(i, std::move(r.ca));
             });
     }
     written();
     for (int64_t i = n_chunks; i < rounds; ++i) sink(RegionArrays{}, no_rows, st.label_bytes);
     if (run.scratch) scratch_error.agree(comm);  // after every rank's last sink round
+    st.corrected = correcting ? comm.sum(corrected) : 0;
     stage("apply");
     st.bytes_sent = comm.bytes_sent();
     return st;

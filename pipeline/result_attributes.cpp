@@ -18,6 +18,7 @@ void add_region_stats(UnwrapReport& rep, const RegionStats& st) {
     rep.labelled = st.labelled;
     rep.largest = st.largest;
     rep.conflicts = st.conflicts;
+    rep.corrected = st.corrected;
 }
 
 std::vector<Attribute> result_attributes(const UnwrapOptions& opt, const std::string& input, const UnwrapReport& rep,
@@ -58,6 +59,7 @@ std::vector<Attribute> result_attributes(const UnwrapOptions& opt, const std::st
         {"labelled_components", rep.labelled},
         {"largest_component", rep.largest},
         {"conflicts", rep.conflicts},
+        {"corrected_pixels", rep.corrected},
         {"bytes_sent_max_rank", rep.bytes_sent_max},
         {"bytes_sent_total", rep.bytes_sent_total},
         {"geotransform", std::vector<double>(info.geotransform.begin(), info.geotransform.end())},

@@ -22,6 +22,7 @@
 #include "partition/error_agreement.h"
 #include "kernels/invariant.h"
 #include "kernels/ab_switch.h"
+#include "kernels/cycle_decision.h"
 #include "io/geotiff_writer.h"
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"
@@ -285,8 +286,12 @@ struct ResultParts {
         if (opt.save_cuts && !empty) {
             cut_bits.resize(static_cast<size_t>(w.size()));
             for (int64_t i = 0; i < w.rows; ++i)
-                for (int64_t j = 0; j < w.cols; ++j)
-                    cut_bits[static_cast<size_t>(i * w.cols + j)] = a.flags[a.index(w.row0 + i, w.col0 + j)] & (kBlockRight | kBlockDown);
+                for (int64_t j = 0; j < w.cols; ++j) {
+                    const uint8_t f = a.flags[a.index(w.row0 + i, w.col0 + j)];
+                    // bits 0-1: blocked edges; bit 2: the pixel's cycles corrected (section 4.1)
+                    cut_bits[static_cast<size_t>(i * w.cols + j)] =
+                        static_cast<uint8_t>((f & (kBlockRight | kBlockDown)) | ((f & kCycleCorrected) ? 4u : 0u));
+                }
         }
         window = {w,
                   empty ? 0 : a.buf.cols,

@@ -69,6 +69,7 @@ struct UnwrapReport {
     int64_t pairs = 0, ground_cuts = 0;
     int64_t components = 0, labelled = 0, largest = 0;
     int64_t conflicts = 0;  // must be 0 (section 3)
+    int64_t corrected = 0;  // pixels whose cycles were corrected (section 4.1)
     int64_t tiles = 0;
     int64_t ranks = 1, rank_rows = 1, rank_cols = 1;
     int64_t bytes_sent_max = 0, bytes_sent_total = 0;  // to other ranks

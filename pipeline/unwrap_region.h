@@ -25,6 +25,9 @@ struct UnwrapParams {
     // Labels stored as few bytes wide as hold the largest (RegionStats::label_bytes; kernels/
     // label_width.h) instead of 4: what the scene pipeline's writer and the benchmarks take.
     bool narrow_labels = false;
+    // Section 4.1: single pixels' cycles corrected from their neighbours after the offsets
+    // (TESSERA_CYCLE_CORRECTION=0 turns it off for A/B studies).
+    bool correct_cycles = true;
 };
 
 struct RegionStats {  // global counts (the same on every rank)
@@ -33,6 +36,7 @@ struct RegionStats {  // global counts (the same on every rank)
     int64_t shared = 0;      // residues whose cut cluster was decided on every rank
     int64_t components = 0, labelled = 0, largest = 0;
     int64_t conflicts = 0;    // must be 0 (section 3)
+    int64_t corrected = 0;    // pixels whose cycles the correction changed (section 4.1)
     int64_t bytes_sent = 0;   // by this rank, to other ranks
     int label_bytes = 4;      // width of the labels written (UnwrapParams::narrow_labels)
 };

@@ -9,9 +9,10 @@
 #include <filesystem>
 #include <numbers>
 
-#include "io/geotiff_writer.h"
 #include "app/accuracy.h"
+#include "io/geotiff_writer.h"
 #include "support/cli.h"
+#include "support/open_edges.h"
 
 namespace tessera {
 namespace {
@@ -45,7 +46,7 @@ TEST_P(GpData, UnwrapsCongruentlyAndCorrectly) {
     for (size_t i = 0; i < raw.size(); ++i)
         phase[i] = static_cast<float>(static_cast<uint8_t>(raw[i]) * (2.0 * std::numbers::pi / 256.0));
     write_geotiff_f32(dir / "phase.tif", c.rows, c.cols, phase.data(), GeoRef{}, std::nullopt);
-    std::string args = "unwrap -q --save-cycles --tile-size 64 --min-component-size 1 ";
+    std::string args = "unwrap -q --save-cycles --save-cuts --tile-size 64 --min-component-size 1 ";
     if (c.has_truth) {
         const std::string m = slurp(gp_file(c, "mask"));
         ASSERT_EQ(m.size(), raw.size());
@@ -59,13 +60,19 @@ TEST_P(GpData, UnwrapsCongruentlyAndCorrectly) {
     const auto u = read_dataset<float>(dir / "out.h5", "unwrapped_phase");
     const auto k = read_dataset<int32_t>(dir / "out.h5", "cycles");
     const auto lab = read_dataset<uint32_t>(dir / "out.h5", "connected_components");
+    const auto bits = read_dataset<uint8_t>(dir / "out.h5", "branch_cuts");
     int64_t valid = 0;
     for (size_t i = 0; i < u.size(); ++i) {
         if (std::isnan(u[i])) continue;
         ++valid;
-        ASSERT_EQ(phase[i] + 6.2831855f * static_cast<float>(k[i]), u[i]) << "pixel " << i;
+        if (bits[i] & 4u)  // corrected (section 4.1): u + 2 pi d, within float32 rounding of phi + 2 pi k
+            ASSERT_NEAR(phase[i] + 6.2831855f * static_cast<float>(k[i]), u[i], 1e-5f * std::max(1.0f, std::fabs(u[i])));
+        else
+            ASSERT_EQ(phase[i] + 6.2831855f * static_cast<float>(k[i]), u[i]) << "pixel " << i;
     }
     EXPECT_GT(valid, 0);
+    const testing::CorrectionCheck cc = testing::check_cycle_correction(phase, u, bits, c.rows, c.cols, 4u);
+    EXPECT_EQ(cc.wrong, 0);
     if (!c.has_truth) return;
     const std::string sraw = slurp(gp_file(c, "surf"));
     ASSERT_EQ(sraw.size(), raw.size() * 4);

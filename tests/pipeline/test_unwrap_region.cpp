@@ -77,7 +77,62 @@ TEST_P(SynthCase, EveryOpenEdgeAgreesWithItsWrapCount) {
         EXPECT_EQ(c.disagree, 0) << "min coherence " << min_coh;
         EXPECT_EQ(c.incongruent, 0) << "min coherence " << min_coh;
         EXPECT_GT(c.checked, s.rows * s.cols / 2);
+        const testing::CorrectionCheck cc = testing::check_cycle_correction(phi, r.u, r.flags, s.rows, s.cols);
+        EXPECT_EQ(cc.wrong, 0) << "min coherence " << min_coh;
+        EXPECT_EQ(cc.corrected, r.stats.corrected);
+        EXPECT_LE(cc.unverifiable, cc.corrected / 10);
+        EXPECT_GT(cc.checked, s.rows * s.cols / 2);
     }
+}
+
+// Section 4.1: noisy pixels that the cuts leave a cycle off are corrected, which the truth
+// confirms; without the correction (the switch of A/B studies) more pixels are wrong.
+TEST(UnwrapRegion, CycleCorrectionFixesNoisyPixels) {
+    for (const char* name : {"topo", "holes"}) {
+        const SynthScene s = make_scene(name, 300, 320, 7);
+        UnwrapParams p;
+        const Result r = unwrap_scene(s, p, 64, 0.3f);
+        p.correct_cycles = false;
+        const Result off = unwrap_scene(s, p, 64, 0.3f);
+        EXPECT_EQ(off.stats.corrected, 0);
+        ASSERT_GT(r.stats.corrected, 0) << name;
+        std::vector<float> truth = s.truth;  // the score leaves out what the run does not integrate
+        for (size_t i = 0; i < truth.size(); ++i)
+            if (!(s.coherence[i] >= 0.3f)) truth[i] = NAN;
+        const RegionAccuracy with = fraction_correct_per_region(r.u, truth, s.rows, s.cols);
+        const RegionAccuracy without = fraction_correct_per_region(off.u, truth, s.rows, s.cols);
+        EXPECT_LT(with.valid - with.correct, without.valid - without.correct) << name;
+        int64_t flagged = 0, changed = 0;
+        for (size_t i = 0; i < r.u.size(); ++i) {
+            flagged += (r.flags[i] & kCycleCorrected) != 0;
+            changed += r.k[i] != off.k[i];
+        }
+        EXPECT_EQ(flagged, r.stats.corrected) << name;
+        EXPECT_EQ(changed, r.stats.corrected) << name;
+    }
+}
+
+// The correction's check can fail: a pixel a cycle off that the rule would correct, left
+// uncorrected, or a correction undone, is caught.
+TEST(UnwrapRegion, CorrectionCheckCatchesATamperedPixel) {
+    const SynthScene s = make_scene("topo", 200, 210, 7);
+    UnwrapParams p;
+    Result r = unwrap_scene(s, p, 64);
+    ASSERT_EQ(testing::check_cycle_correction(s.wrapped, r.u, r.flags, s.rows, s.cols).wrong, 0);
+    size_t clean = 0, fixed = r.u.size();
+    for (size_t i = 2 * 210; i < r.u.size() - 2 * 210 && (!clean || fixed == r.u.size()); ++i) {
+        const bool mine = (r.flags[i] & kCycleCorrected) != 0;
+        if (!clean && !mine && std::isfinite(r.u[i]) && i % 210 > 2 && i % 210 < 207) clean = i;
+        if (mine && fixed == r.u.size()) fixed = i;
+    }
+    ASSERT_NE(fixed, r.u.size()) << "the topo scene should have a corrected pixel";
+    Result a = r, b = r;
+    a.u[clean] += kTwoPiF;
+    EXPECT_GT(testing::check_cycle_correction(s.wrapped, a.u, a.flags, s.rows, s.cols).wrong, 0);
+    b.flags[fixed] = static_cast<uint8_t>(b.flags[fixed] & ~kCycleCorrected);  // as if never corrected
+    EXPECT_GT(testing::check_cycle_correction(s.wrapped, b.u, b.flags, s.rows, s.cols).wrong +
+                  testing::check_open_edges(s.wrapped, b.u, b.flags, s.rows, s.cols).disagree,
+              0);
 }
 
 // The check itself can fail: one pixel a cycle off, or off a whole cycle count, is caught.
@@ -146,6 +201,7 @@ TEST_P(SynthCase, CongruentWithTheWrappedPhase) {
     const testing::OpenEdgeCheck c = testing::check_open_edges(s.wrapped, r.u, r.flags, s.rows, s.cols);
     EXPECT_EQ(c.incongruent, 0);
     EXPECT_EQ(c.disagree, 0);
+    EXPECT_EQ(testing::check_cycle_correction(s.wrapped, r.u, r.flags, s.rows, s.cols).wrong, 0);
 }
 
 TEST_P(SynthCase, LabelsOrderedBySizeAndRootsHaveZeroCycles) {
@@ -194,6 +250,7 @@ TEST(UnwrapRegion, LowCoherencePixelsAreNotIntegratedThrough) {
     const testing::OpenEdgeCheck c = testing::check_open_edges(s.wrapped, ref.u, ref.flags, s.rows, s.cols);
     EXPECT_EQ(c.disagree, 0);
     EXPECT_EQ(c.incongruent, 0);
+    EXPECT_EQ(testing::check_cycle_correction(s.wrapped, ref.u, ref.flags, s.rows, s.cols).wrong, 0);
     for (int64_t t : {33, 100}) {
         const Result r = unwrap_scene(s, p, t, 0.2f);
         EXPECT_EQ(r.k, ref.k) << "tile " << t;

@@ -1,13 +1,18 @@
 // Section 3's promise checked from a run's input and output alone (docs/ARCHITECTURE.md 3;
 // issue 13 item 4), never from the code's own conflict counter: along every edge the cuts left
 // open between two integrated pixels, k(b) - k(a) = -n(a->b), with k read back from u; and u
-// lies a whole number of 2 pi from the wrapped phase.
+// lies a whole number of 2 pi from the wrapped phase. Edges of a pixel whose cycles the
+// correction changed (section 4.1; its flag bit) are left to check_cycle_correction, which
+// verifies every pixel's correction against the rule, again from input and output alone.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
+#include <vector>
 
+#include "kernels/cycle_decision.h"
 #include "kernels/types.h"
 
 namespace tessera::testing {
@@ -18,9 +23,11 @@ struct OpenEdgeCheck {
     int64_t incongruent = 0;  // integrated pixels whose u - phi is not a whole number of 2 pi
 };
 
-// phi: the wrapped input; u: the output (NaN where not integrated); flags: the run's edge bits.
+// phi: the wrapped input; u: the output (NaN where not integrated); flags: the run's edge bits
+// (and `corrected`, the bit of a corrected pixel: kCycleCorrected in a region's flags, 4 in /branch_cuts).
 inline OpenEdgeCheck check_open_edges(std::span<const float> phi, std::span<const float> u,
-                                      std::span<const uint8_t> flags, int64_t H, int64_t W) {
+                                      std::span<const uint8_t> flags, int64_t H, int64_t W,
+                                      uint8_t corrected = kCycleCorrected) {
     constexpr double two_pi = 6.283185307179586;
     OpenEdgeCheck c;
     auto k_of = [&](size_t i) { return std::llround((static_cast<double>(u[i]) - phi[i]) / two_pi); };
@@ -31,7 +38,7 @@ inline OpenEdgeCheck check_open_edges(std::span<const float> phi, std::span<cons
             const double off = static_cast<double>(u[a]) - phi[a] - two_pi * static_cast<double>(k_of(a));
             c.incongruent += std::abs(off) > 1e-5 * std::max(1.0, std::abs(static_cast<double>(u[a])));
             auto edge = [&](size_t b, uint8_t bit) {
-                if ((flags[a] & bit) || !std::isfinite(u[b])) return;
+                if ((flags[a] & bit) || !std::isfinite(u[b]) || ((flags[a] | flags[b]) & corrected)) return;
                 // The wrap count as section 2 defines it, in float.
                 const int64_t n = std::lrint((phi[b] - phi[a]) * kInvTwoPiF);
                 c.disagree += k_of(b) - k_of(a) != -n;
@@ -39,6 +46,84 @@ inline OpenEdgeCheck check_open_edges(std::span<const float> phi, std::span<cons
             };
             if (x + 1 < W) edge(a + 1, kBlockRight);
             if (y + 1 < H) edge(a + static_cast<size_t>(W), kBlockDown);
+        }
+    return c;
+}
+
+struct CorrectionCheck {
+    int64_t corrected = 0;     // pixels flagged corrected
+    int64_t checked = 0;       // integrated pixels whose decision was recomputed
+    int64_t wrong = 0;         // where the output differs from the rule's decision
+    int64_t unverifiable = 0;  // corrected pixels with no open edge to an uncorrected pixel
+};
+
+// Section 4.1 recomputed from input and output: a corrected pixel's u before the correction
+// follows from an open edge to an uncorrected neighbour (k(b) - k(a) = -n(a->b) held there), every
+// other pixel's is its output; then every integrated pixel's decision from its 8 neighbours'
+// u before correction must be what the output shows (d = 0 where not flagged; u + 2 pi d where
+// flagged). `keep`: the --reference pixel (never corrected), -1 for none.
+inline CorrectionCheck check_cycle_correction(std::span<const float> phi, std::span<const float> u,
+                                              std::span<const uint8_t> flags, int64_t H, int64_t W,
+                                              uint8_t corrected = kCycleCorrected, int64_t keep = -1) {
+    CorrectionCheck c;
+    const size_t n = static_cast<size_t>(H * W);
+    std::vector<float> pre(u.begin(), u.end());
+    std::vector<int64_t> d(n, 0);
+    auto k_of = [&](size_t i) { return std::llround((static_cast<double>(u[i]) - phi[i]) / 6.283185307179586); };
+    std::vector<char> known(n, 1);
+    for (int64_t y = 0; y < H; ++y)
+        for (int64_t x = 0; x < W; ++x) {
+            const size_t a = static_cast<size_t>(y * W + x);
+            if (!(flags[a] & corrected) || !std::isfinite(u[a])) continue;
+            ++c.corrected;
+            known[a] = 0;
+            // An open edge (a's own bits right and down; the neighbours' bits left and up).
+            auto from = [&](int64_t yy, int64_t xx, bool open) {
+                if (known[a] || yy < 0 || yy >= H || xx < 0 || xx >= W || !open) return;
+                const size_t b = static_cast<size_t>(yy * W + xx);
+                if ((flags[b] & corrected) || !std::isfinite(u[b])) return;
+                const int64_t nab = std::lrint((phi[b] - phi[a]) * kInvTwoPiF);
+                const int64_t k_pre = k_of(b) + nab;  // k(b) - k(a) = -n(a->b)
+                pre[a] = phi[a] + kTwoPiF * static_cast<float>(k_pre);
+                d[a] = k_of(a) - k_pre;
+                known[a] = 1;
+            };
+            from(y, x + 1, x + 1 < W && !(flags[a] & kBlockRight));
+            from(y + 1, x, y + 1 < H && !(flags[a] & kBlockDown));
+            from(y, x - 1, x > 0 && !(flags[a - 1] & kBlockRight));
+            from(y - 1, x, y > 0 && !(flags[a - static_cast<size_t>(W)] & kBlockDown));
+            if (!known[a]) ++c.unverifiable;
+        }
+    for (int64_t y = 0; y < H; ++y)
+        for (int64_t x = 0; x < W; ++x) {
+            const size_t a = static_cast<size_t>(y * W + x);
+            if (!std::isfinite(u[a]) || !known[a]) continue;
+            float nb[8];
+            int m = 0;
+            bool all_known = true;
+            for (int dy = -1; dy <= 1; ++dy)
+                for (int dx = -1; dx <= 1; ++dx) {
+                    if (dy == 0 && dx == 0) continue;
+                    const int64_t yy = y + dy, xx = x + dx;
+                    const bool in = yy >= 0 && yy < H && xx >= 0 && xx < W;
+                    const size_t b = in ? static_cast<size_t>(yy * W + xx) : 0;
+                    all_known = all_known && (!in || known[b]);
+                    nb[m++] = in ? pre[b] : std::numeric_limits<float>::quiet_NaN();
+                }
+            if (!all_known) continue;
+            ++c.checked;
+            // The rule, written here again: mean of the integrated neighbours, float32.
+            float s = 0.0f;
+            int cnt = 0;
+            for (float v : nb)
+                if (std::isfinite(v)) s = s + (v - pre[a]), ++cnt;
+            const int64_t want = (cnt < 2 || static_cast<int64_t>(a) == keep)
+                                     ? 0
+                                     : static_cast<int64_t>(std::rint((s / static_cast<float>(cnt)) * kInvTwoPiF));
+            const bool flagged = (flags[a] & corrected) != 0;
+            if (flagged ? (want == 0 || d[a] != want || u[a] != pre[a] + kTwoPiF * static_cast<float>(want))
+                        : want != 0)
+                ++c.wrong;
         }
     return c;
 }

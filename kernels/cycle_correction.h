@@ -1,0 +1,26 @@
+// Cycle correction of single pixels after the offsets are applied (docs/ARCHITECTURE.md
+// section 4.1): a pixel whose u lies more than half a cycle from the mean of its integrated
+// 8-neighbours takes the whole number of cycles that brings it nearest to that mean (the
+// decision: kernels/cycle_decision.h). Host code.
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "kernels/cycle_decision.h"
+#include "kernels/types.h"
+
+namespace tessera {
+
+// u around a band of own-window rows before any correction: `above` and `below` the rows
+// beside it (band.cols + 2 values: columns band.col0 - 1 .. band.col0 + band.cols), `left` and
+// `right` the columns beside it (band.rows values). NaN where not integrated or outside.
+struct CorrectionHalo {
+    std::span<const float> above, below, left, right;
+};
+
+// Corrects u (a.phase) over `band` (rows of the own window, whole own width), adding d to
+// a.cycles where it is kept and setting kCycleCorrected in a.flags; the pixel `keep` (the
+// --reference pixel, global index; -1: none) is never corrected. Returns the pixels corrected.
+int64_t correct_cycles(const RegionArrays& a, const Window& band, const CorrectionHalo& halo, int64_t keep);
+
+}  // namespace tessera

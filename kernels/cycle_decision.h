@@ -1,0 +1,49 @@
+// Section 4.1's decision (docs/ARCHITECTURE.md), written once for the host compiler and nvcc
+// (C++17: the .cu files include it): the cycles a pixel takes from its 8 neighbours' u.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/hostdev.h"
+#include "kernels/types.h"
+
+namespace tessera {
+
+// The cycles to add to a pixel of u (finite) from its 8 neighbours' u before any correction, in
+// the order up-left, up, up-right, left, right, down-left, down, down-right (NaN: not
+// integrated or outside the image). Float32, each operation rounded, no contraction; ties to
+// even. Fewer than two integrated neighbours: 0.
+TESSERA_HOSTDEV inline int32_t cycle_correction(float u, const float (&nb)[8]) {
+    float s = 0.0f;
+    int n = 0;
+    for (int i = 0; i < 8; ++i)
+        if (nb[i] == nb[i]) {  // not NaN
+#if defined(__CUDA_ARCH__)
+            s = __fadd_rn(s, __fsub_rn(nb[i], u));
+#else
+            s = s + (nb[i] - u);
+#endif
+            ++n;
+        }
+    if (n < 2) return 0;
+#if defined(__CUDA_ARCH__)
+    return static_cast<int32_t>(rintf(__fmul_rn(__fdiv_rn(s, static_cast<float>(n)), kInvTwoPiF)));
+#else
+    return static_cast<int32_t>(std::rint((s / static_cast<float>(n)) * kInvTwoPiF));
+#endif
+}
+
+// The corrected u: u + 6.2831855f * d (float32, each operation rounded).
+TESSERA_HOSTDEV inline float corrected_u(float u, int32_t d) {
+#if defined(__CUDA_ARCH__)
+    return __fadd_rn(u, __fmul_rn(kTwoPiF, static_cast<float>(d)));
+#else
+    return u + kTwoPiF * static_cast<float>(d);
+#endif
+}
+
+// Pixel flag of a corrected pixel (its own bit, so no pixel writes another's flags); written
+// out as bit 2 of /branch_cuts.
+inline constexpr uint8_t kCycleCorrected = 1u << 4;
+
+}  // namespace tessera
