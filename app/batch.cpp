@@ -320,7 +320,8 @@ FrameTally unwrap_on_lanes(const RankFrames& f, int lanes) {
     FrameTally t(N);
     FrameOptions fo;
     fo.hologram = f.frames.hologram;
-    fo.unwrap = UnwrapParams{f.base.max_pair_distance, f.base.min_component_size, f.base.reference, f.base.backend};
+    fo.unwrap = UnwrapParams{f.base.max_pair_distance, f.base.min_component_size, f.base.reference, f.base.backend,
+                             false, f.base.correct_cycles};
     fo.tile_size = f.base.tile_size;
     fo.background_degree = -1;  // unwrap keeps the background
     fo.lanes = lanes;

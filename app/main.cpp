@@ -173,6 +173,9 @@ int main(int argc, char** argv) {
     unwrap->add_option("--cut-radius,--max-pair-distance", uo.max_pair_distance,
                        "R: longest cut between two residues (L1 pixels); farther ones join through others or ground")
         ->capture_default_str();
+    unwrap->add_flag("!--no-cycle-correction", uo.correct_cycles,
+                     "leave each pixel's cycles as the cuts give them (no correction from its neighbours' mean; "
+                     "docs/ARCHITECTURE.md 4.1)");
     unwrap->add_option("--reference", reference, "ROW COL: pixel whose component gets k = 0 there")->expected(2)
         ->allow_extra_args(false);
     unwrap->add_option("--min-component-size", uo.min_component_size, "components smaller than this get label 0")

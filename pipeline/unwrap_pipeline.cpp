@@ -425,7 +425,8 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     const QuicklookGrid qg = quicklook ? quicklook_grid(H, W, 1024) : QuicklookGrid{};
     std::vector<QuicklookCell> cells;  // this rank's quicklook records (app/quicklook.h)
     std::vector<std::unique_ptr<ResultSink>> sinks;
-    UnwrapParams params{opt.max_pair_distance, opt.min_component_size, opt.reference, opt.backend, true};
+    UnwrapParams params{opt.max_pair_distance, opt.min_component_size, opt.reference, opt.backend, true,
+                        opt.correct_cycles};
     RegionStats st;
     auto stage_hook = [&](const char* s) {
         inject_error_for_tests(rank, s);
