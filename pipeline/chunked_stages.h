@@ -199,17 +199,6 @@ inline std::vector<RowState> row_state(const std::vector<PixelState>& s) {
     return out;
 }
 
-// Section 4's u of a kept pixel, as apply computes it; NaN where not integrated.
-inline float final_u(int64_t root, int32_t k, float phase, const std::vector<ComponentRecord>& recs,
-                     const std::vector<int32_t>& offset) {
-    if (root < 0) return std::numeric_limits<float>::quiet_NaN();
-    const auto it = std::lower_bound(recs.begin(), recs.end(), root,
-                                     [](const ComponentRecord& x, int64_t v) { return x.root < v; });
-    TESSERA_INVARIANT(it != recs.end() && it->root == root, "cycle correction: a kept root without its record");
-    const int32_t kk = k + offset[static_cast<size_t>(it - recs.begin())];
-    return phase + kTwoPiF * static_cast<float>(kk);
-}
-
 }  // namespace chunked
 
 // Region: cpu::Region or cuda::Region. `tile_rows`: tile rows per chunk. Collective over comm
@@ -388,16 +377,13 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     std::vector<std::vector<float>> halo_above(first_rows.size()), halo_below(first_rows.size());
     int64_t corrected = 0;
     if (correcting) {
-        ring = exchange_ring(grid, comm, [&](int64_t r, int64_t c) {
-            const PixelState s = borders.strip({r, c, 1, 1})[0];
-            return chunked::final_u((s.flags & kUnreliable) ? int64_t{-1} : s.root, s.k, s.phase, comps.records, g.offset);
-        });
+        ring = ring_from_states(grid, comm, [&](const Window& w) { return borders.strip(w); }, comps.records, g.offset);
         // A row of the own window with the ring's columns beside it.
         auto own_row = [&](int64_t r, const std::vector<chunked::RowState>& s) {
             std::vector<float> row(static_cast<size_t>(own.cols + 2), nan);
             row.front() = ring.left[static_cast<size_t>(r - own.row0)];
             row.back() = ring.right[static_cast<size_t>(r - own.row0)];
-            for (size_t j = 0; j < s.size(); ++j) row[j + 1] = chunked::final_u(s[j].root, s[j].k, s[j].phase, comps.records, g.offset);
+            for (size_t j = 0; j < s.size(); ++j) row[j + 1] = final_u(s[j].root, s[j].k, s[j].phase, comps.records, g.offset);
             return row;
         };
         for (int64_t i = 0; i < n_chunks; ++i) {
@@ -409,12 +395,6 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         release(first_rows);
         release(last_rows);
     }
-    auto correct_chunk = [&](int64_t i, const RegionArrays& a) {
-        if (!correcting) return;
-        const size_t at = static_cast<size_t>(i);
-        const Window band{chunks[at].row0, own.col0, chunks[at].rows, own.cols};
-        corrected += correct_cycles(a, band, ring.band(own, band, halo_above[at], halo_below[at]), correction_keep(p, W));
-    };
 
     // Pass 3: the same cuts and union-find again (or their state from the scratch), then each
     // chunk's share of the assignment, handed to the sink once its Region is gone. With
@@ -431,6 +411,11 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         const size_t b = below(cw.row0), e = below(cw.row0 + cw.rows);
         region.apply(ComponentAssignment{std::span(recs).subspan(b, e - b), std::span(g.offset).subspan(b, e - b),
                                          std::span(g.label).subspan(b, e - b), st.label_bytes});
+        if (correcting) {
+            const size_t at = static_cast<size_t>(i);
+            const Window band{cw.row0, own.col0, cw.rows, own.cols};
+            corrected += region.correct_cycles(ring.band(own, band, halo_above[at], halo_below[at]), correction_keep(p, W));
+        }
         region.finish();
     };
     std::future<void> writing;  // the chunk being written (write_behind)
@@ -467,7 +452,6 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                 (void)region.union_find();
                 apply_chunk(i, region);
             }
-            correct_chunk(i, ca->a);
             hand_on(i, std::move(ca));
         });
     } else {
@@ -500,7 +484,6 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                     region.restore_union_find(std::move(r.uf));
                     apply_chunk(i, region);
                 }
-                correct_chunk(i, r.ca->a);
                 hand_on(i, std::move(r.ca));
             });
     }

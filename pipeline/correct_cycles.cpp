@@ -1,6 +1,10 @@
 #include "pipeline/correct_cycles.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "kernels/ab_switch.h"
+#include "kernels/invariant.h"
 
 namespace tessera {
 
@@ -12,13 +16,34 @@ int64_t correction_keep(const UnwrapParams& p, int64_t W) {
     return p.reference ? p.reference->first * W + p.reference->second : -1;
 }
 
-int64_t correct_own_window(const RegionArrays& a, const RankGrid& grid, Comm& comm, const UnwrapParams& p) {
-    if (!cycle_correction_on(p)) return 0;
+float final_u(int64_t root, int32_t k, float phase, const std::vector<ComponentRecord>& recs,
+              const std::vector<int32_t>& offset) {
+    if (root < 0) return std::numeric_limits<float>::quiet_NaN();
+    const auto it = std::lower_bound(recs.begin(), recs.end(), root,
+                                     [](const ComponentRecord& x, int64_t v) { return x.root < v; });
+    TESSERA_INVARIANT(it != recs.end() && it->root == root, "cycle correction: a kept root without its record");
+    const int32_t kk = k + offset[static_cast<size_t>(it - recs.begin())];
+    return phase + kTwoPiF * static_cast<float>(kk);  // section 4, as apply computes it
+}
+
+RingHalo ring_from_states(const RankGrid& grid, Comm& comm, const std::function<std::vector<PixelState>(const Window&)>& strip,
+                          const std::vector<ComponentRecord>& recs, const std::vector<int32_t>& offset) {
     const Window own = grid.own(comm.rank());
-    // Every rank's ring before any rank corrects (every decision reads u before correction).
-    const RingHalo ring = exchange_ring(grid, comm, [&](int64_t r, int64_t c) { return a.phase[a.index(r, c)]; });
-    const int64_t n = correct_cycles(a, own, ring.band(own, own, ring.above, ring.below), correction_keep(p, a.W));
-    return comm.sum(n);
+    // The own window's four border lines, fetched once (a device region downloads each).
+    std::vector<PixelState> top, bottom, left, right;
+    if (comm.size() > 1) {
+        top = strip({own.row0, own.col0, 1, own.cols});
+        bottom = strip({own.row0 + own.rows - 1, own.col0, 1, own.cols});
+        left = strip({own.row0, own.col0, own.rows, 1});
+        right = strip({own.row0, own.col0 + own.cols - 1, own.rows, 1});
+    }
+    return exchange_ring(grid, comm, [&](int64_t r, int64_t c) {
+        const PixelState& s = r == own.row0                 ? top[static_cast<size_t>(c - own.col0)]
+                              : r == own.row0 + own.rows - 1 ? bottom[static_cast<size_t>(c - own.col0)]
+                              : c == own.col0                 ? left[static_cast<size_t>(r - own.row0)]
+                                                              : right[static_cast<size_t>(r - own.row0)];
+        return final_u(s, recs, offset);
+    });
 }
 
 }  // namespace tessera

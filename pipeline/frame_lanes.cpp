@@ -3,7 +3,6 @@
 #include "pipeline/frame_lanes.h"
 
 #include "backend/backend.h"
-#include "pipeline/correct_cycles.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -60,7 +59,6 @@ public:
         cpu::Region region(a, grid.own(0), grid.tiles);
         v.stats = run_unwrap_stages(region, grid, comm, opt_.unwrap, nullptr, [](const char*) {});
         region.finish();
-        v.stats.corrected = correct_own_window(a, grid, comm, opt_.unwrap);
         v.fit.degree = -1;
         if (opt_.background_degree >= 0) {
             const Window own{0, 0, rows_, cols_};

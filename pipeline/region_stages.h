@@ -4,7 +4,6 @@
 #pragma once
 #include <type_traits>
 
-#include "pipeline/correct_cycles.h"
 #include "pipeline/unwrap_stages.h"
 
 namespace tessera {
@@ -25,11 +24,9 @@ RegionStats region_stages(const RegionArrays& a, const RankGrid& grid, Comm& com
                           const RegionFill& fill) {
     Region region = make_region<Region>(a, grid.own(comm.rank()), grid.tiles, fill);
     stage("upload");  // the CUDA backend copies phase and flags to the device here
-    RegionStats st = run_unwrap_stages(region, grid, comm, p, residues_out, stage);
+    const RegionStats st = run_unwrap_stages(region, grid, comm, p, residues_out, stage);
     region.finish();
     stage("download");
-    st.corrected = correct_own_window(a, grid, comm, p);
-    stage("correct");
     return st;
 }
 

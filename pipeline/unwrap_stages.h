@@ -14,6 +14,7 @@
 #include "partition/lake_exchange.h"
 #include "partition/matching.h"
 #include "partition/rank_grid.h"
+#include "pipeline/correct_cycles.h"
 #include "pipeline/unwrap_region.h"
 
 namespace tessera {
@@ -65,8 +66,19 @@ RegionStats run_unwrap_stages(Region& region, const RankGrid& grid, Comm& comm, 
     stage("offset_solve");
 
     st.label_bytes = p.narrow_labels ? label_bytes_for(static_cast<uint64_t>(g.labelled)) : 4;  // alike on every rank
+    // Section 4.1: the other ranks' final u around the own window, before any pixel is corrected.
+    const bool correcting = cycle_correction_on(p);
+    RingHalo ring;
+    if (correcting)
+        ring = ring_from_states(grid, comm, [&](const Window& w) { return region.strip(w); }, comps.records, g.offset);
     region.apply(ComponentAssignment{comps.records, g.offset, g.label, st.label_bytes});
     stage("apply");
+    if (correcting) {
+        const Window own = grid.own(comm.rank());
+        st.corrected = comm.sum(region.correct_cycles(ring.band(own, own, ring.above, ring.below),
+                                                      correction_keep(p, grid.tiles.W)));
+        stage("correct");
+    }
     st.bytes_sent = comm.bytes_sent();
     return st;
 }

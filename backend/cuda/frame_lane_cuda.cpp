@@ -7,15 +7,12 @@
 #include <stdexcept>
 
 #include "kernels/cuda/background.h"
-#include "kernels/cuda/cycle_correction.h"
-#include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/hologram.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/region.h"
 #include "partition/comm.h"
 #include "partition/cuda/surface_fit.h"
 #include "partition/rank_grid.h"
-#include "pipeline/correct_cycles.h"
 #include "pipeline/unwrap_stages.h"
 
 namespace tessera {
@@ -46,8 +43,7 @@ public:
             if (!opt.demodulate_only) {
                 flags_ = pinned<uint8_t>(n);
                 label_ = pinned<uint32_t>(n);
-                decided_ = cuda::DeviceBuffer<int32_t>(n, "frame lane (cudaMalloc)");
-                count_ = cuda::DeviceBuffer<unsigned long long>(1, "frame lane (cudaMalloc)");
+
             }
         } catch (...) {
             release();
@@ -84,11 +80,6 @@ public:
             cuda::Region region(a, grid.own(0), grid.tiles,
                                 cuda::Region::DeviceInput{plan_->device_phase(), nullptr, s_, true});
             v.stats = run_unwrap_stages(region, grid, comm, opt_.unwrap, nullptr, [](const char*) {});
-            if (cycle_correction_on(opt_.unwrap)) {  // section 4.1, before the background fit as on the CPU lane
-                const cuda::Region::DeviceResult r = region.device_result();
-                v.stats.corrected = cuda::correct_cycles(r.u, r.u_stride, rows_, cols_, decided_.get(), count_.get(),
-                                                         correction_keep(opt_.unwrap, cols_), s_);
-            }
             v.fit.degree = -1;
             if (opt_.background_degree >= 0) {
                 const cuda::Region::DeviceResult r = region.device_result();
@@ -125,8 +116,6 @@ private:
     float *in_ = nullptr, *u_ = nullptr, *amplitude_ = nullptr;  // amplitude_: demodulate_only with amplitude
     uint8_t* flags_ = nullptr;
     uint32_t* label_ = nullptr;
-    cuda::DeviceBuffer<int32_t> decided_;  // the cycle correction's decisions (section 4.1)
-    cuda::DeviceBuffer<unsigned long long> count_;
 };
 
 }  // namespace

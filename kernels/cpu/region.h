@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cut_clusters.h"
+#include "kernels/cycle_correction.h"
 #include "kernels/region.h"
 #include "kernels/residue.h"
 #include "kernels/types.h"
@@ -31,6 +32,8 @@ public:
     // Instead of place_cuts and union_find: a state take_union_find gave (the host flags hold the cuts).
     void restore_union_find(UnionFindState state);
     void apply(const ComponentAssignment& assign);   // u, labels, cycles into the host arrays
+    // After apply: section 4.1's correction of u and cycles from the halo around own. Returns the count.
+    int64_t correct_cycles(const CorrectionHalo& halo, int64_t keep) { return tessera::correct_cycles(a_, own_, halo, keep); }
     void finish() {}                                 // host arrays already hold the results
     // Section 3.3's rule over one closed set of residues (partition/matching.h: ClusterRule).
     static void cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,

@@ -1,69 +1,96 @@
-// Section 4.1 on the device: every pixel decided from u before any correction (one kernel),
-// then the decisions applied (another).
+// Section 4.1 on the device: every pixel decided from u before any correction (one kernel,
+// the corrected pixels listed), then the decisions applied (another).
 #include "kernels/cuda/cycle_correction.h"
 
 #include <algorithm>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/device_buffer.h"
 #include "kernels/cycle_decision.h"
 
 namespace tessera::cuda {
 
 namespace {
 
-__global__ void decide_kernel(const float* u, int64_t stride, int64_t rows, int64_t cols, int32_t* decided,
-                              unsigned long long* count, int64_t keep) {
-    const int64_t n = rows * cols;
-    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-        const int64_t r = i / cols, c = i % cols;
-        const float v = u[r * stride + c];
-        int32_t d = 0;
-        if (v == v && i != keep) {
-            float nb[8];
-            int k = 0;
-            for (int dr = -1; dr <= 1; ++dr)
-                for (int dc = -1; dc <= 1; ++dc) {
-                    if (dr == 0 && dc == 0) continue;
-                    const int64_t rr = r + dr, cc = c + dc;
-                    nb[k++] = (rr >= 0 && rr < rows && cc >= 0 && cc < cols) ? u[rr * stride + cc]
-                                                                             : __int_as_float(0x7fc00000);
-                }
-            d = cycle_correction(v, nb);
-            if (d != 0) atomicAdd(count, 1ull);
+__global__ void decide_kernel(DeviceArrays d, Window own, const float* halo, int32_t* decided, int64_t keep,
+                              uint32_t* list, unsigned long long* count, unsigned long long cap) {
+    const int64_t R = own.rows, C = own.cols, n = R * C;
+    const float* above = halo;
+    const float* below = halo + (C + 2);
+    const float* left = halo + 2 * (C + 2);
+    const float* right = left + R;
+    auto u_at = [&](int64_t i, int64_t j) -> float {  // own-local; -1 and R / C: the halo
+        if (i < 0) return above[j + 1];
+        if (i >= R) return below[j + 1];
+        if (j < 0) return left[i];
+        if (j >= C) return right[i];
+        return d.phase[d.index(own.row0 + i, own.col0 + j)];
+    };
+    for (int64_t l = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; l < n;
+         l += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const int64_t i = l / C, j = l % C;
+        const float u = u_at(i, j);
+        int32_t dd = 0;
+        if (u == u && (own.row0 + i) * d.W + own.col0 + j != keep) {
+            const float nb[8] = {u_at(i - 1, j - 1), u_at(i - 1, j), u_at(i - 1, j + 1), u_at(i, j - 1),
+                                 u_at(i, j + 1),     u_at(i + 1, j - 1), u_at(i + 1, j), u_at(i + 1, j + 1)};
+            dd = cycle_correction(u, nb);
+            if (dd != 0) {
+                const unsigned long long at = atomicAdd(count, 1ull);
+                if (at < cap) list[at] = static_cast<uint32_t>(l);
+            }
         }
-        decided[i] = d;
+        decided[l] = dd;
     }
 }
 
-__global__ void apply_kernel(float* u, int64_t stride, int64_t rows, int64_t cols, const int32_t* decided) {
-    const int64_t n = rows * cols;
-    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-        const int32_t d = decided[i];
-        if (d != 0) {
-            float* p = u + (i / cols) * stride + i % cols;
-            *p = corrected_u(*p, d);
-        }
+__global__ void apply_kernel(DeviceArrays d, Window own, const int32_t* decided, int32_t* cycles) {
+    const int64_t n = own.rows * own.cols;
+    for (int64_t l = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; l < n;
+         l += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const int32_t dd = decided[l];
+        if (dd == 0) continue;
+        float* p = d.phase + d.index(own.row0 + l / own.cols, own.col0 + l % own.cols);
+        *p = corrected_u(*p, dd);
+        if (cycles) cycles[l] += dd;
     }
 }
 
 }  // namespace
 
-int64_t correct_cycles(float* u, int64_t stride, int64_t rows, int64_t cols, int32_t* decided,
-                       unsigned long long* count, int64_t keep, cudaStream_t s) {
-    const int64_t n = rows * cols;
-    if (n == 0) return 0;
+std::vector<uint32_t> correct_cycles(const DeviceArrays& d, const Window& own, const float* halo, int32_t* decided,
+                                     int32_t* cycles, int64_t keep, cudaStream_t s) {
+    const int64_t n = own.rows * own.cols;
+    if (n == 0) return {};
+    // Corrections are rare: a list of up to a sixteenth of the pixels, else every decision comes down.
+    const unsigned long long cap = static_cast<unsigned long long>(std::max<int64_t>(n / 16, 1 << 16));
+    StreamBuffer<uint32_t> list(static_cast<size_t>(cap), s, "cycle correction (list)");
+    StreamBuffer<unsigned long long> count(1, s, "cycle correction (count)");
+    check(cudaMemsetAsync(count.get(), 0, sizeof(unsigned long long), s), "cycle correction (cudaMemsetAsync)");
     const int threads = 256;
-    const int blocks = static_cast<int>(std::min<int64_t>((n + threads - 1) / threads, 65535));
-    check(cudaMemsetAsync(count, 0, sizeof(unsigned long long), s), "cycle correction (cudaMemsetAsync)");
-    decide_kernel<<<blocks, threads, 0, s>>>(u, stride, rows, cols, decided, count, keep);
-    apply_kernel<<<blocks, threads, 0, s>>>(u, stride, rows, cols, decided);
+    const int blocks = static_cast<int>(std::min<int64_t>((n + threads - 1) / threads, 1 << 16));
+    decide_kernel<<<blocks, threads, 0, s>>>(d, own, halo, decided, keep, list.get(), count.get(), cap);
+    apply_kernel<<<blocks, threads, 0, s>>>(d, own, decided, cycles);
     check(cudaGetLastError(), "cycle correction (launch)");
-    unsigned long long host = 0;
-    check(cudaMemcpyAsync(&host, count, sizeof host, cudaMemcpyDeviceToHost, s), "cycle correction (count)");
+    unsigned long long found = 0;
+    check(cudaMemcpyAsync(&found, count.get(), sizeof found, cudaMemcpyDeviceToHost, s), "cycle correction (count)");
     check(cudaStreamSynchronize(s), "cycle correction (cudaStreamSynchronize)");
-    return static_cast<int64_t>(host);
+    std::vector<uint32_t> out;
+    if (found <= cap) {
+        out.resize(static_cast<size_t>(found));
+        if (found)
+            check(cudaMemcpyAsync(out.data(), list.get(), out.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost, s),
+                  "cycle correction (list)");
+    } else {
+        std::vector<int32_t> all(static_cast<size_t>(n));
+        check(cudaMemcpyAsync(all.data(), decided, all.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, s),
+              "cycle correction (decisions)");
+        check(cudaStreamSynchronize(s), "cycle correction (cudaStreamSynchronize)");
+        for (size_t l = 0; l < all.size(); ++l)
+            if (all[l]) out.push_back(static_cast<uint32_t>(l));
+    }
+    check(cudaStreamSynchronize(s), "cycle correction (cudaStreamSynchronize)");
+    return out;
 }
 
 }  // namespace tessera::cuda

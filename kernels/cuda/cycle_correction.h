@@ -1,16 +1,22 @@
-// Section 4.1's cycle correction of a whole image's u on the device (a frame lane: one rank,
-// one piece), the decision of kernels/cycle_correction.h. Host declarations; cycle_correction.cu.
+// Section 4.1's cycle correction of a region's u on the device, between apply and the download
+// (cuda::Region::correct_cycles): the decision of kernels/cycle_decision.h. Host declarations;
+// cycle_correction.cu.
 #pragma once
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <vector>
+
+#include "kernels/cuda/kernels.h"
 
 namespace tessera::cuda {
 
-// u: rows x cols at `stride` floats a row (NaN where not integrated); `decided`: rows * cols
-// int32 of device scratch; `count`: one device word. The pixel `keep` (row-major index, -1:
-// none) is never corrected. Returns the pixels corrected (synchronises the stream).
-int64_t correct_cycles(float* u, int64_t stride, int64_t rows, int64_t cols, int32_t* decided,
-                       unsigned long long* count, int64_t keep, cudaStream_t s);
+// u: d.phase over `own` (NaN where not integrated); halo: device floats, above and below
+// (own.cols + 2 each, columns own.col0 - 1 .. own.col0 + own.cols) then left and right
+// (own.rows each); decided: own.size() int32 of scratch; cycles: own-local k or null. The pixel
+// `keep` (global index; -1: none) is never corrected. Returns the corrected pixels' own-local
+// indices, in no particular order (synchronises the stream).
+std::vector<uint32_t> correct_cycles(const DeviceArrays& d, const Window& own, const float* halo, int32_t* decided,
+                                     int32_t* cycles, int64_t keep, cudaStream_t s);
 
 }  // namespace tessera::cuda

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "kernels/cuda/banded_download.h"
+#include "kernels/cuda/cycle_correction.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/host_staging.h"
 #include "kernels/cuda/kernels.h"
@@ -70,6 +71,7 @@ struct Region::Impl {
     HostStaging staging;
 
     bool applied = false;
+    std::vector<uint32_t> corrected;  // own-local pixels correct_cycles changed, flagged by finish()
     bool flags_waited = false, cuts_downloading = false;
     bool flags_clear = false;  // every flag is 0 (none set at upload, no cut placed yet)
 
@@ -346,6 +348,24 @@ void Region::apply(const ComponentAssignment& as) {
     m.applied = true;
 }
 
+int64_t Region::correct_cycles(const CorrectionHalo& halo, int64_t keep) {
+    Impl& m = *impl_;
+    if (!m.applied) throw std::logic_error("cuda::Region::correct_cycles before apply()");
+    const Window& own = m.own;
+    std::vector<float> packed;  // above, below, left, right, as kernels/cuda/cycle_correction.h takes them
+    packed.reserve(static_cast<size_t>(2 * (own.cols + 2) + 2 * own.rows));
+    for (auto part : {halo.above, halo.below, halo.left, halo.right}) packed.insert(packed.end(), part.begin(), part.end());
+    StreamBuffer<float> dev(packed.size(), m.s, "cycle correction (halo)");
+    check(cudaMemcpyAsync(dev.get(), packed.data(), packed.size() * sizeof(float), cudaMemcpyHostToDevice, m.s),
+          "cycle correction (halo up)");
+    // The union-find words are spent once apply has run: their memory holds the decisions.
+    m.corrected = cuda::correct_cycles(m.d, own, dev.get(), reinterpret_cast<int32_t*>(m.nodes.get()), m.cycles.get(),
+                                       keep, m.s);
+    // The bands' downloads (finish) wait for the corrections.
+    for (size_t b = 0; b < m.bands.size(); ++b) check(cudaEventRecord(m.bands.done(b), m.s), "cudaEventRecord (band)");
+    return static_cast<int64_t>(m.corrected.size());
+}
+
 void Region::finish() {
     Impl& m = *impl_;
     const cudaStream_t cs = m.copies();
@@ -360,6 +380,9 @@ void Region::finish() {
     if (!uniform.empty()) fill_uniform_label_rows(m.a, m.own, m.label_bytes, uniform);  // beside the copies
     check(cudaStreamSynchronize(cs), "finish (sync copies)");
     check(cudaStreamSynchronize(m.s), "finish (sync)");
+    for (const uint32_t l : m.corrected)  // after the cut bits have landed in the same bytes
+        m.a.flags[m.a.index(m.own.row0 + l / m.own.cols, m.own.col0 + l % m.own.cols)] |= kCycleCorrected;
+    m.corrected.clear();
     m.cuts_downloading = false;
     m.label.reset();
     m.cycles.reset();

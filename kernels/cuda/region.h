@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cut_clusters.h"
+#include "kernels/cycle_correction.h"
 #include "kernels/region.h"
 #include "kernels/residue.h"
 #include "kernels/types.h"
@@ -84,6 +85,9 @@ public:
     // uploaded by the constructor hold the cut bits).
     void restore_union_find(UnionFindState state);
     void apply(const ComponentAssignment& assign);   // u, labels, cycles on the device
+    // Between apply() and finish(): section 4.1's correction of u and cycles on the device from
+    // the halo around own; finish() flags the corrected pixels in the host flags. Returns their count.
+    int64_t correct_cycles(const CorrectionHalo& halo, int64_t keep);
     // Between apply() and finish(): u over own (row stride u_stride = a.buf.cols; NaN at unreliable
     // pixels) and labels (row stride own.cols, as wide as the assignment said) in device memory, and the Region's stream (cudaStream_t), for a later
     // device stage (a frame's background fit) before the download.
