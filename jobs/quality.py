@@ -218,23 +218,25 @@ def synth_scenes(tools, rows_out, work):
     a = tools.a
     for n in a.sizes:
         for case in a.cases:
-            d = os.path.join(work, f"{case}{n}")
-            os.makedirs(d)
-            run([a.after, "synth", "--case", case, "--size", f"{n}x{n}", "--seed", str(SEEDS[case]), d])
-            wrapped, coh = os.path.join(d, f"{case}_wrapped.tif"), os.path.join(d, f"{case}_coherence.tif")
-            truth = os.path.join(d, "truth.f32")
-            tif_to_f32(os.path.join(d, f"{case}_truth.tif"), truth, n, n)
-            phase = tif_to_f32(wrapped, os.path.join(d, "wrapped.f32"), n, n)
-            cohv = tif_to_f32(coh, os.path.join(d, "coh.f32"), n, n)
-            gold_coh = write_envi(os.path.join(d, "wrapped_coh.f32"),
-                                  np.where(cohv >= MIN_COH, phase, np.float32(np.nan)).astype(np.float32))
-            del phase, cohv
-            for use_coh in (False, True):
-                run_scene(tools, rows_out, case, f"{n}²", d, n, n, wrapped,
-                          os.path.join(d, "coh.f32") if use_coh else None, None,
-                          gold_coh if use_coh else os.path.join(d, "wrapped.f32"), None, truth,
-                          score_coh=os.path.join(d, "coh.f32"))
-            shutil.rmtree(d)
+            for seed in a.seeds or [None]:  # --seeds: these seeds for every case, each a scene of its own
+                name = case if seed is None else f"{case} seed {seed}"
+                d = os.path.join(work, f"{case}{n}")
+                os.makedirs(d)
+                run([a.after, "synth", "--case", case, "--size", f"{n}x{n}", "--seed", str(SEEDS[case] if seed is None else seed), d])
+                wrapped, coh = os.path.join(d, f"{case}_wrapped.tif"), os.path.join(d, f"{case}_coherence.tif")
+                truth = os.path.join(d, "truth.f32")
+                tif_to_f32(os.path.join(d, f"{case}_truth.tif"), truth, n, n)
+                phase = tif_to_f32(wrapped, os.path.join(d, "wrapped.f32"), n, n)
+                cohv = tif_to_f32(coh, os.path.join(d, "coh.f32"), n, n)
+                gold_coh = write_envi(os.path.join(d, "wrapped_coh.f32"),
+                                      np.where(cohv >= MIN_COH, phase, np.float32(np.nan)).astype(np.float32))
+                del phase, cohv
+                for use_coh in (False, True):
+                    run_scene(tools, rows_out, name, f"{n}²", d, n, n, wrapped,
+                              os.path.join(d, "coh.f32") if use_coh else None, None,
+                              gold_coh if use_coh else os.path.join(d, "wrapped.f32"), None, truth,
+                              score_coh=os.path.join(d, "coh.f32"))
+                shutil.rmtree(d)
 
 
 def lake_mask(n):
@@ -336,6 +338,8 @@ def main():
     ap.add_argument("--before", default="/work/before/tessera", help="an earlier build, or none")
     ap.add_argument("--after-args", default="", help="more `unwrap` options for the after build, e.g. '--cut-radius 32'")
     ap.add_argument("--before-args", default="", help="more `unwrap` options for the before build")
+    ap.add_argument("--seeds", type=int, nargs="*", default=None,
+                    help="synthetic scenes of these seeds, every case (default: one per case, its own seed)")
     ap.add_argument("--seed-offset", type=int, default=0,
                     help="added to every scene's seed: the same kinds of scene, other instances")
     ap.add_argument("--bench-build", default=os.path.join(ROOT, "build-bench"))
@@ -386,7 +390,8 @@ def main():
         f"`--coherence C --min-coherence {MIN_COH}` (and NaN in goldstein's input there). In the synthetic "
         f"scenes pixels with coherence < {MIN_COH} (pure noise: no unwrapper can get them right) leave the "
         "score in both runs; only the unwrapper's input differs. Synthetic scenes: `tessera synth` seeds "
-        + ", ".join(f"{k} {v}" for k, v in SEEDS.items() if k != "lakes")
+        + (", ".join(f"{k} {v}" for k, v in SEEDS.items() if k != "lakes") if not a.seeds
+           else f"{', '.join(map(str, a.seeds))} for every case (the scene's name says which)")
         + f"; lakes: the bowl case (seed {SEEDS['lakes']}) with a `--mask` of three discs of 0 "
         "(radii 0.12, 0.06, 0.05 of the side) in the middle, uniform noise as the phase under them, truth "
         "NaN there. G&P: Ghiglia & Pritt's book data (longs, isola with their mask; coherence yes = their "
