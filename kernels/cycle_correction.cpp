@@ -24,7 +24,7 @@ inline bool may_take(float u, float a, float b, float c, float l, float r, float
         n = n + (ok ? 1.0f : 0.0f);
     };
     add(a), add(b), add(c), add(l), add(r), add(x), add(y), add(z);
-    return (u == u) & (n >= 2.0f) & (std::fabs(s) >= 3.0f * n);
+    return (u == u) & (n >= 3.0f) & (std::fabs(s) >= 3.0f * n);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ namespace tessera {
 // The cycles to add to a pixel of u (finite) from its 8 neighbours' u before any correction, in
 // the order up-left, up, up-right, left, right, down-left, down, down-right (NaN: not
 // integrated or outside the image). Float32, each operation rounded, no contraction; ties to
-// even. Fewer than two integrated neighbours: 0.
+// even. Fewer than three integrated neighbours (a pixel on a line one pixel wide): 0.
 TESSERA_HOSTDEV inline int32_t cycle_correction(float u, const float (&nb)[8]) {
     float s = 0.0f;
     int n = 0;
@@ -25,7 +25,7 @@ TESSERA_HOSTDEV inline int32_t cycle_correction(float u, const float (&nb)[8]) {
 #endif
             ++n;
         }
-    if (n < 2) return 0;
+    if (n < 3) return 0;
 #if defined(__CUDA_ARCH__)
     return static_cast<int32_t>(rintf(__fmul_rn(__fdiv_rn(s, static_cast<float>(n)), kInvTwoPiF)));
 #else

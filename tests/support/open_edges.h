@@ -117,7 +117,7 @@ inline CorrectionCheck check_cycle_correction(std::span<const float> phi, std::s
             int cnt = 0;
             for (float v : nb)
                 if (std::isfinite(v)) s = s + (v - pre[a]), ++cnt;
-            const int64_t want = (cnt < 2 || static_cast<int64_t>(a) == keep)
+            const int64_t want = (cnt < 3 || static_cast<int64_t>(a) == keep)
                                      ? 0
                                      : static_cast<int64_t>(std::rint((s / static_cast<float>(cnt)) * kInvTwoPiF));
             const bool flagged = (flags[a] & corrected) != 0;
