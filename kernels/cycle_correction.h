@@ -11,16 +11,19 @@
 
 namespace tessera {
 
-// u around a band of own-window rows before any correction: `above` and `below` the rows
-// beside it (band.cols + 2 values: columns band.col0 - 1 .. band.col0 + band.cols), `left` and
-// `right` the columns beside it (band.rows values). NaN where not integrated or outside.
+// u and labels around a band of own-window rows before any correction: `above` and `below` the
+// rows beside it (band.cols + 2 values: columns band.col0 - 1 .. band.col0 + band.cols), `left`
+// and `right` the columns beside it (band.rows values). NaN (label 0) where not integrated or outside.
 struct CorrectionHalo {
     std::span<const float> above, below, left, right;
+    std::span<const uint32_t> above_label, below_label, left_label, right_label;
 };
 
 // Corrects u (a.phase) over `band` (rows of the own window, whole own width), adding d to
-// a.cycles where it is kept and setting kCycleCorrected in a.flags; the pixel `keep` (the
-// --reference pixel, global index; -1: none) is never corrected. Returns the pixels corrected.
-int64_t correct_cycles(const RegionArrays& a, const Window& band, const CorrectionHalo& halo, int64_t keep);
+// a.cycles where it is kept and setting kCycleCorrected in a.flags; a.label (`label_bytes` wide)
+// says which neighbours count (the pixel's own label, not 0); the pixel `keep` (the --reference
+// pixel, global index; -1: none) is never corrected. Returns the pixels corrected.
+int64_t correct_cycles(const RegionArrays& a, const Window& band, const CorrectionHalo& halo, int64_t keep,
+                       int label_bytes);
 
 }  // namespace tessera

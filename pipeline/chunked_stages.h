@@ -374,23 +374,33 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     // states; the rows of the chunks above and below, from pass 2's rows), before any correction.
     const float nan = std::numeric_limits<float>::quiet_NaN();
     RingHalo ring;
-    std::vector<std::vector<float>> halo_above(first_rows.size()), halo_below(first_rows.size());
+    struct HaloRow {
+        std::vector<float> u;
+        std::vector<uint32_t> label;
+    };
+    std::vector<HaloRow> halo_above(first_rows.size()), halo_below(first_rows.size());
     int64_t corrected = 0;
     if (correcting) {
-        ring = ring_from_states(grid, comm, [&](const Window& w) { return borders.strip(w); }, comps.records, g.offset);
+        const Solution sol{comps.records, g.offset, g.label};
+        ring = ring_from_states(grid, comm, [&](const Window& w) { return borders.strip(w); }, sol);
         // A row of the own window with the ring's columns beside it.
         auto own_row = [&](int64_t r, const std::vector<chunked::RowState>& s) {
-            std::vector<float> row(static_cast<size_t>(own.cols + 2), nan);
-            row.front() = ring.left[static_cast<size_t>(r - own.row0)];
-            row.back() = ring.right[static_cast<size_t>(r - own.row0)];
-            for (size_t j = 0; j < s.size(); ++j) row[j + 1] = final_u(s[j].root, s[j].k, s[j].phase, comps.records, g.offset);
+            HaloRow row{std::vector<float>(static_cast<size_t>(own.cols + 2), nan),
+                        std::vector<uint32_t>(static_cast<size_t>(own.cols + 2), 0)};
+            const size_t at = static_cast<size_t>(r - own.row0);
+            row.u.front() = ring.left[at], row.label.front() = ring.left_label[at];
+            row.u.back() = ring.right[at], row.label.back() = ring.right_label[at];
+            for (size_t j = 0; j < s.size(); ++j) {
+                const RingPixel px = final_pixel(s[j].root, s[j].k, s[j].phase, sol);
+                row.u[j + 1] = px.u, row.label[j + 1] = px.label;
+            }
             return row;
         };
         for (int64_t i = 0; i < n_chunks; ++i) {
             const size_t at = static_cast<size_t>(i);
             const Window& cw = chunks[at];
-            halo_above[at] = i == 0 ? ring.above : own_row(cw.row0 - 1, last_rows[at - 1]);
-            halo_below[at] = i + 1 == n_chunks ? ring.below : own_row(cw.row0 + cw.rows, first_rows[at + 1]);
+            halo_above[at] = i == 0 ? HaloRow{ring.above, ring.above_label} : own_row(cw.row0 - 1, last_rows[at - 1]);
+            halo_below[at] = i + 1 == n_chunks ? HaloRow{ring.below, ring.below_label} : own_row(cw.row0 + cw.rows, first_rows[at + 1]);
         }
         release(first_rows);
         release(last_rows);
@@ -414,7 +424,9 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         if (correcting) {
             const size_t at = static_cast<size_t>(i);
             const Window band{cw.row0, own.col0, cw.rows, own.cols};
-            corrected += region.correct_cycles(ring.band(own, band, halo_above[at], halo_below[at]), correction_keep(p, W));
+            corrected += region.correct_cycles(ring.band(own, band, halo_above[at].u, halo_above[at].label, halo_below[at].u,
+                                                         halo_below[at].label),
+                                               correction_keep(p, W));
         }
         region.finish();
     };

@@ -16,18 +16,19 @@ int64_t correction_keep(const UnwrapParams& p, int64_t W) {
     return p.reference ? p.reference->first * W + p.reference->second : -1;
 }
 
-float final_u(int64_t root, int32_t k, float phase, const std::vector<ComponentRecord>& recs,
-              const std::vector<int32_t>& offset) {
-    if (root < 0) return std::numeric_limits<float>::quiet_NaN();
+RingPixel final_pixel(int64_t root, int32_t k, float phase, const Solution& sol) {
+    if (root < 0) return {std::numeric_limits<float>::quiet_NaN(), 0};
+    const auto& recs = sol.records;
     const auto it = std::lower_bound(recs.begin(), recs.end(), root,
                                      [](const ComponentRecord& x, int64_t v) { return x.root < v; });
     TESSERA_INVARIANT(it != recs.end() && it->root == root, "cycle correction: a kept root without its record");
-    const int32_t kk = k + offset[static_cast<size_t>(it - recs.begin())];
-    return phase + kTwoPiF * static_cast<float>(kk);  // section 4, as apply computes it
+    const size_t i = static_cast<size_t>(it - recs.begin());
+    const int32_t kk = k + sol.offset[i];
+    return {phase + kTwoPiF * static_cast<float>(kk), sol.label[i]};  // section 4, as apply computes it
 }
 
 RingHalo ring_from_states(const RankGrid& grid, Comm& comm, const std::function<std::vector<PixelState>(const Window&)>& strip,
-                          const std::vector<ComponentRecord>& recs, const std::vector<int32_t>& offset) {
+                          const Solution& sol) {
     const Window own = grid.own(comm.rank());
     // The own window's four border lines, fetched once (a device region downloads each).
     std::vector<PixelState> top, bottom, left, right;
@@ -42,7 +43,7 @@ RingHalo ring_from_states(const RankGrid& grid, Comm& comm, const std::function<
                               : r == own.row0 + own.rows - 1 ? bottom[static_cast<size_t>(c - own.col0)]
                               : c == own.col0                 ? left[static_cast<size_t>(r - own.row0)]
                                                               : right[static_cast<size_t>(r - own.row0)];
-        return final_u(s, recs, offset);
+        return final_pixel(s, sol);
     });
 }
 

@@ -70,13 +70,14 @@ RegionStats run_unwrap_stages(Region& region, const RankGrid& grid, Comm& comm, 
     const bool correcting = cycle_correction_on(p);
     RingHalo ring;
     if (correcting)
-        ring = ring_from_states(grid, comm, [&](const Window& w) { return region.strip(w); }, comps.records, g.offset);
+        ring = ring_from_states(grid, comm, [&](const Window& w) { return region.strip(w); },
+                                Solution{comps.records, g.offset, g.label});
     region.apply(ComponentAssignment{comps.records, g.offset, g.label, st.label_bytes});
     stage("apply");
     if (correcting) {
         const Window own = grid.own(comm.rank());
-        st.corrected = comm.sum(region.correct_cycles(ring.band(own, own, ring.above, ring.below),
-                                                      correction_keep(p, grid.tiles.W)));
+        st.corrected = comm.sum(region.correct_cycles(
+            ring.band(own, own, ring.above, ring.above_label, ring.below, ring.below_label), correction_keep(p, grid.tiles.W)));
         stage("correct");
     }
     st.bytes_sent = comm.bytes_sent();

@@ -151,6 +151,7 @@ void Region::restore_union_find(UnionFindState st) {
 
 void Region::apply(const ComponentAssignment& as) {
     with_label_type(as.label_bytes, [](auto) {});  // another width throws here, not in the threads
+    label_bytes_ = as.label_bytes;
     const int64_t T = static_cast<int64_t>(tiles_.size());
     auto rec_index = [&](int64_t root) {
         return static_cast<size_t>(std::lower_bound(as.records.begin(), as.records.end(), root,

@@ -33,7 +33,9 @@ public:
     void restore_union_find(UnionFindState state);
     void apply(const ComponentAssignment& assign);   // u, labels, cycles into the host arrays
     // After apply: section 4.1's correction of u and cycles from the halo around own. Returns the count.
-    int64_t correct_cycles(const CorrectionHalo& halo, int64_t keep) { return tessera::correct_cycles(a_, own_, halo, keep); }
+    int64_t correct_cycles(const CorrectionHalo& halo, int64_t keep) {
+        return tessera::correct_cycles(a_, own_, halo, keep, label_bytes_);
+    }
     void finish() {}                                 // host arrays already hold the results
     // Section 3.3's rule over one closed set of residues (partition/matching.h: ClusterRule).
     static void cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
@@ -44,6 +46,7 @@ public:
 private:
     RegionArrays a_;
     Window own_;
+    int label_bytes_ = 4;  // apply's, for correct_cycles
     TileGrid grid_;
     std::vector<int64_t> tiles_;      // tile indices inside own
     std::vector<int64_t> node_off_;   // per own tile, its first node

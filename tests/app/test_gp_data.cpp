@@ -71,7 +71,7 @@ TEST_P(GpData, UnwrapsCongruentlyAndCorrectly) {
             ASSERT_EQ(phase[i] + 6.2831855f * static_cast<float>(k[i]), u[i]) << "pixel " << i;
     }
     EXPECT_GT(valid, 0);
-    const testing::CorrectionCheck cc = testing::check_cycle_correction(phase, u, bits, c.rows, c.cols, 4u);
+    const testing::CorrectionCheck cc = testing::check_cycle_correction(phase, u, bits, lab, c.rows, c.cols, 4u);
     EXPECT_EQ(cc.wrong, 0);
     if (!c.has_truth) return;
     const std::string sraw = slurp(gp_file(c, "surf"));

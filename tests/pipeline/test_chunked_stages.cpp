@@ -113,7 +113,7 @@ TEST_P(ChunkedCase, EveryOpenEdgeAgreesWithItsWrapCount) {
     EXPECT_EQ(c.disagree, 0);
     EXPECT_EQ(c.incongruent, 0);
     EXPECT_GT(c.checked, in.H * in.W / 3);
-    const testing::CorrectionCheck cc = testing::check_cycle_correction(in.phase, got.u, flags, in.H, in.W);
+    const testing::CorrectionCheck cc = testing::check_cycle_correction(in.phase, got.u, flags, got.label, in.H, in.W);
     EXPECT_EQ(cc.wrong, 0);
     EXPECT_GT(cc.checked, in.H * in.W / 3);
 }

@@ -77,7 +77,7 @@ TEST_P(SynthCase, EveryOpenEdgeAgreesWithItsWrapCount) {
         EXPECT_EQ(c.disagree, 0) << "min coherence " << min_coh;
         EXPECT_EQ(c.incongruent, 0) << "min coherence " << min_coh;
         EXPECT_GT(c.checked, s.rows * s.cols / 2);
-        const testing::CorrectionCheck cc = testing::check_cycle_correction(phi, r.u, r.flags, s.rows, s.cols);
+        const testing::CorrectionCheck cc = testing::check_cycle_correction(phi, r.u, r.flags, r.label, s.rows, s.cols);
         EXPECT_EQ(cc.wrong, 0) << "min coherence " << min_coh;
         EXPECT_EQ(cc.corrected, r.stats.corrected);
         EXPECT_LE(cc.unverifiable, cc.corrected / 10);
@@ -118,7 +118,7 @@ TEST(UnwrapRegion, CorrectionCheckCatchesATamperedPixel) {
     const SynthScene s = make_scene("topo", 200, 210, 7);
     UnwrapParams p;
     Result r = unwrap_scene(s, p, 64);
-    ASSERT_EQ(testing::check_cycle_correction(s.wrapped, r.u, r.flags, s.rows, s.cols).wrong, 0);
+    ASSERT_EQ(testing::check_cycle_correction(s.wrapped, r.u, r.flags, r.label, s.rows, s.cols).wrong, 0);
     size_t clean = 0, fixed = r.u.size();
     for (size_t i = 2 * 210; i < r.u.size() - 2 * 210 && (!clean || fixed == r.u.size()); ++i) {
         const bool mine = (r.flags[i] & kCycleCorrected) != 0;
@@ -128,9 +128,9 @@ TEST(UnwrapRegion, CorrectionCheckCatchesATamperedPixel) {
     ASSERT_NE(fixed, r.u.size()) << "the topo scene should have a corrected pixel";
     Result a = r, b = r;
     a.u[clean] += kTwoPiF;
-    EXPECT_GT(testing::check_cycle_correction(s.wrapped, a.u, a.flags, s.rows, s.cols).wrong, 0);
+    EXPECT_GT(testing::check_cycle_correction(s.wrapped, a.u, a.flags, a.label, s.rows, s.cols).wrong, 0);
     b.flags[fixed] = static_cast<uint8_t>(b.flags[fixed] & ~kCycleCorrected);  // as if never corrected
-    EXPECT_GT(testing::check_cycle_correction(s.wrapped, b.u, b.flags, s.rows, s.cols).wrong +
+    EXPECT_GT(testing::check_cycle_correction(s.wrapped, b.u, b.flags, b.label, s.rows, s.cols).wrong +
                   testing::check_open_edges(s.wrapped, b.u, b.flags, s.rows, s.cols).disagree,
               0);
 }
@@ -201,7 +201,7 @@ TEST_P(SynthCase, CongruentWithTheWrappedPhase) {
     const testing::OpenEdgeCheck c = testing::check_open_edges(s.wrapped, r.u, r.flags, s.rows, s.cols);
     EXPECT_EQ(c.incongruent, 0);
     EXPECT_EQ(c.disagree, 0);
-    EXPECT_EQ(testing::check_cycle_correction(s.wrapped, r.u, r.flags, s.rows, s.cols).wrong, 0);
+    EXPECT_EQ(testing::check_cycle_correction(s.wrapped, r.u, r.flags, r.label, s.rows, s.cols).wrong, 0);
 }
 
 TEST_P(SynthCase, LabelsOrderedBySizeAndRootsHaveZeroCycles) {
@@ -250,7 +250,7 @@ TEST(UnwrapRegion, LowCoherencePixelsAreNotIntegratedThrough) {
     const testing::OpenEdgeCheck c = testing::check_open_edges(s.wrapped, ref.u, ref.flags, s.rows, s.cols);
     EXPECT_EQ(c.disagree, 0);
     EXPECT_EQ(c.incongruent, 0);
-    EXPECT_EQ(testing::check_cycle_correction(s.wrapped, ref.u, ref.flags, s.rows, s.cols).wrong, 0);
+    EXPECT_EQ(testing::check_cycle_correction(s.wrapped, ref.u, ref.flags, ref.label, s.rows, s.cols).wrong, 0);
     for (int64_t t : {33, 100}) {
         const Result r = unwrap_scene(s, p, t, 0.2f);
         EXPECT_EQ(r.k, ref.k) << "tile " << t;

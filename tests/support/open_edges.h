@@ -59,12 +59,13 @@ struct CorrectionCheck {
 
 // Section 4.1 recomputed from input and output: a corrected pixel's u before the correction
 // follows from an open edge to an uncorrected neighbour (k(b) - k(a) = -n(a->b) held there), every
-// other pixel's is its output; then every integrated pixel's decision from its 8 neighbours'
-// u before correction must be what the output shows (d = 0 where not flagged; u + 2 pi d where
-// flagged). `keep`: the --reference pixel (never corrected), -1 for none.
+// other pixel's is its output; then every integrated pixel's decision from its 8 neighbours of
+// its own label (not 0) and their u before correction must be what the output shows (d = 0 where
+// not flagged; u + 2 pi d where flagged). `keep`: the --reference pixel (never corrected), -1 for none.
 inline CorrectionCheck check_cycle_correction(std::span<const float> phi, std::span<const float> u,
-                                              std::span<const uint8_t> flags, int64_t H, int64_t W,
-                                              uint8_t corrected = kCycleCorrected, int64_t keep = -1) {
+                                              std::span<const uint8_t> flags, std::span<const uint32_t> label,
+                                              int64_t H, int64_t W, uint8_t corrected = kCycleCorrected,
+                                              int64_t keep = -1) {
     CorrectionCheck c;
     const size_t n = static_cast<size_t>(H * W);
     std::vector<float> pre(u.begin(), u.end());
@@ -108,18 +109,21 @@ inline CorrectionCheck check_cycle_correction(std::span<const float> phi, std::s
                     const bool in = yy >= 0 && yy < H && xx >= 0 && xx < W;
                     const size_t b = in ? static_cast<size_t>(yy * W + xx) : 0;
                     all_known = all_known && (!in || known[b]);
-                    nb[m++] = in ? pre[b] : std::numeric_limits<float>::quiet_NaN();
+                    nb[m++] = in && label[b] == label[a] ? pre[b] : std::numeric_limits<float>::quiet_NaN();
                 }
             if (!all_known) continue;
             ++c.checked;
-            // The rule, written here again: mean of the integrated neighbours, float32.
-            float s = 0.0f;
-            int cnt = 0;
+            // The rule, written here again: median of the counted neighbours, float32.
+            std::vector<float> got;
             for (float v : nb)
-                if (std::isfinite(v)) s = s + (v - pre[a]), ++cnt;
-            const int64_t want = (cnt < 3 || static_cast<int64_t>(a) == keep)
-                                     ? 0
-                                     : static_cast<int64_t>(std::rint((s / static_cast<float>(cnt)) * kInvTwoPiF));
+                if (std::isfinite(v)) got.push_back(v);
+            std::sort(got.begin(), got.end());
+            const size_t cnt = got.size();
+            int64_t want = 0;
+            if (cnt >= 3 && label[a] != 0 && static_cast<int64_t>(a) != keep) {
+                const float med = (cnt & 1) ? got[cnt / 2] : (got[cnt / 2 - 1] + got[cnt / 2]) * 0.5f;
+                want = static_cast<int64_t>(std::rint((med - pre[a]) * kInvTwoPiF));
+            }
             const bool flagged = (flags[a] & corrected) != 0;
             if (flagged ? (want == 0 || d[a] != want || u[a] != pre[a] + kTwoPiF * static_cast<float>(want))
                         : want != 0)
