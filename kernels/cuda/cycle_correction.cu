@@ -12,28 +12,44 @@ namespace tessera::cuda {
 
 namespace {
 
-__global__ void decide_kernel(DeviceArrays d, Window own, const float* halo, int32_t* decided, int64_t keep,
-                              uint32_t* list, unsigned long long* count, unsigned long long cap) {
+__device__ __forceinline__ uint32_t label_of(const void* label, int bytes, int64_t l) {
+    if (bytes == 1) return static_cast<const uint8_t*>(label)[l];
+    if (bytes == 2) return static_cast<const uint16_t*>(label)[l];
+    return static_cast<const uint32_t*>(label)[l];
+}
+
+__global__ void decide_kernel(DeviceArrays d, Window own, const void* label, int label_bytes, const float* halo,
+                              const uint32_t* halo_label, int32_t* decided, int64_t keep, uint32_t* list,
+                              unsigned long long* count, unsigned long long cap) {
     const int64_t R = own.rows, C = own.cols, n = R * C;
-    const float* above = halo;
-    const float* below = halo + (C + 2);
-    const float* left = halo + 2 * (C + 2);
-    const float* right = left + R;
+    // Halo offsets: above, below (C + 2 each), left, right (R each).
+    auto halo_at = [&](int64_t i, int64_t j) -> int64_t {
+        if (i < 0) return j + 1;
+        if (i >= R) return (C + 2) + j + 1;
+        if (j < 0) return 2 * (C + 2) + i;
+        return 2 * (C + 2) + R + i;  // j >= C
+    };
+    auto inside = [&](int64_t i, int64_t j) { return i >= 0 && i < R && j >= 0 && j < C; };
     auto u_at = [&](int64_t i, int64_t j) -> float {  // own-local; -1 and R / C: the halo
-        if (i < 0) return above[j + 1];
-        if (i >= R) return below[j + 1];
-        if (j < 0) return left[i];
-        if (j >= C) return right[i];
-        return d.phase[d.index(own.row0 + i, own.col0 + j)];
+        return inside(i, j) ? d.phase[d.index(own.row0 + i, own.col0 + j)] : halo[halo_at(i, j)];
+    };
+    auto label_at = [&](int64_t i, int64_t j) -> uint32_t {
+        return inside(i, j) ? label_of(label, label_bytes, i * C + j) : halo_label[halo_at(i, j)];
     };
     for (int64_t l = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; l < n;
          l += static_cast<int64_t>(gridDim.x) * blockDim.x) {
         const int64_t i = l / C, j = l % C;
         const float u = u_at(i, j);
+        const uint32_t mine = label_of(label, label_bytes, l);
         int32_t dd = 0;
-        if (u == u && (own.row0 + i) * d.W + own.col0 + j != keep) {
-            const float nb[8] = {u_at(i - 1, j - 1), u_at(i - 1, j), u_at(i - 1, j + 1), u_at(i, j - 1),
-                                 u_at(i, j + 1),     u_at(i + 1, j - 1), u_at(i + 1, j), u_at(i + 1, j + 1)};
+        if (u == u && mine != 0 && (own.row0 + i) * d.W + own.col0 + j != keep) {
+            float nb[8];
+            int k = 0;
+            for (int di = -1; di <= 1; ++di)
+                for (int dj = -1; dj <= 1; ++dj) {
+                    if (di == 0 && dj == 0) continue;
+                    nb[k++] = label_at(i + di, j + dj) == mine ? u_at(i + di, j + dj) : __int_as_float(0x7fc00000);
+                }
             dd = cycle_correction(u, nb);
             if (dd != 0) {
                 const unsigned long long at = atomicAdd(count, 1ull);
@@ -58,8 +74,9 @@ __global__ void apply_kernel(DeviceArrays d, Window own, const int32_t* decided,
 
 }  // namespace
 
-std::vector<uint32_t> correct_cycles(const DeviceArrays& d, const Window& own, const float* halo, int32_t* decided,
-                                     int32_t* cycles, int64_t keep, cudaStream_t s) {
+std::vector<uint32_t> correct_cycles(const DeviceArrays& d, const Window& own, const void* label, int label_bytes,
+                                     const float* halo, const uint32_t* halo_label, int32_t* decided, int32_t* cycles,
+                                     int64_t keep, cudaStream_t s) {
     const int64_t n = own.rows * own.cols;
     if (n == 0) return {};
     // Corrections are rare: a list of up to a sixteenth of the pixels, else every decision comes down.
@@ -69,7 +86,8 @@ std::vector<uint32_t> correct_cycles(const DeviceArrays& d, const Window& own, c
     check(cudaMemsetAsync(count.get(), 0, sizeof(unsigned long long), s), "cycle correction (cudaMemsetAsync)");
     const int threads = 256;
     const int blocks = static_cast<int>(std::min<int64_t>((n + threads - 1) / threads, 1 << 16));
-    decide_kernel<<<blocks, threads, 0, s>>>(d, own, halo, decided, keep, list.get(), count.get(), cap);
+    decide_kernel<<<blocks, threads, 0, s>>>(d, own, label, label_bytes, halo, halo_label, decided, keep, list.get(),
+                                             count.get(), cap);
     apply_kernel<<<blocks, threads, 0, s>>>(d, own, decided, cycles);
     check(cudaGetLastError(), "cycle correction (launch)");
     unsigned long long found = 0;

@@ -11,12 +11,14 @@
 
 namespace tessera::cuda {
 
-// u: d.phase over `own` (NaN where not integrated); halo: device floats, above and below
-// (own.cols + 2 each, columns own.col0 - 1 .. own.col0 + own.cols) then left and right
-// (own.rows each); decided: own.size() int32 of scratch; cycles: own-local k or null. The pixel
-// `keep` (global index; -1: none) is never corrected. Returns the corrected pixels' own-local
-// indices, in no particular order (synchronises the stream).
-std::vector<uint32_t> correct_cycles(const DeviceArrays& d, const Window& own, const float* halo, int32_t* decided,
-                                     int32_t* cycles, int64_t keep, cudaStream_t s);
+// u: d.phase over `own` (NaN where not integrated); label: own-local, `label_bytes` wide; halo,
+// halo_label: device floats and labels, above and below (own.cols + 2 each, columns own.col0 - 1
+// .. own.col0 + own.cols) then left and right (own.rows each); decided: own.size() int32 of
+// scratch; cycles: own-local k or null. The pixel `keep` (global index; -1: none) is never
+// corrected. Returns the corrected pixels' own-local indices, in no particular order
+// (synchronises the stream).
+std::vector<uint32_t> correct_cycles(const DeviceArrays& d, const Window& own, const void* label, int label_bytes,
+                                     const float* halo, const uint32_t* halo_label, int32_t* decided, int32_t* cycles,
+                                     int64_t keep, cudaStream_t s);
 
 }  // namespace tessera::cuda

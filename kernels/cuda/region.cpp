@@ -353,14 +353,20 @@ int64_t Region::correct_cycles(const CorrectionHalo& halo, int64_t keep) {
     if (!m.applied) throw std::logic_error("cuda::Region::correct_cycles before apply()");
     const Window& own = m.own;
     std::vector<float> packed;  // above, below, left, right, as kernels/cuda/cycle_correction.h takes them
-    packed.reserve(static_cast<size_t>(2 * (own.cols + 2) + 2 * own.rows));
+    std::vector<uint32_t> packed_label;
     for (auto part : {halo.above, halo.below, halo.left, halo.right}) packed.insert(packed.end(), part.begin(), part.end());
+    for (auto part : {halo.above_label, halo.below_label, halo.left_label, halo.right_label})
+        packed_label.insert(packed_label.end(), part.begin(), part.end());
     StreamBuffer<float> dev(packed.size(), m.s, "cycle correction (halo)");
+    StreamBuffer<uint32_t> dev_label(packed_label.size(), m.s, "cycle correction (halo labels)");
     check(cudaMemcpyAsync(dev.get(), packed.data(), packed.size() * sizeof(float), cudaMemcpyHostToDevice, m.s),
           "cycle correction (halo up)");
+    check(cudaMemcpyAsync(dev_label.get(), packed_label.data(), packed_label.size() * sizeof(uint32_t),
+                          cudaMemcpyHostToDevice, m.s),
+          "cycle correction (halo labels up)");
     // The union-find words are spent once apply has run: their memory holds the decisions.
-    m.corrected = cuda::correct_cycles(m.d, own, dev.get(), reinterpret_cast<int32_t*>(m.nodes.get()), m.cycles.get(),
-                                       keep, m.s);
+    m.corrected = cuda::correct_cycles(m.d, own, m.label.get(), m.label_bytes, dev.get(), dev_label.get(),
+                                       reinterpret_cast<int32_t*>(m.nodes.get()), m.cycles.get(), keep, m.s);
     // The bands' downloads (finish) wait for the corrections.
     for (size_t b = 0; b < m.bands.size(); ++b) check(cudaEventRecord(m.bands.done(b), m.s), "cudaEventRecord (band)");
     return static_cast<int64_t>(m.corrected.size());
