@@ -44,8 +44,4 @@ TESSERA_HOSTDEV inline float corrected_u(float u, int32_t d) {
 #endif
 }
 
-// Pixel flag of a corrected pixel (its own bit, so no pixel writes another's flags); written
-// out as bit 2 of /branch_cuts.
-inline constexpr uint8_t kCycleCorrected = 1u << 4;
-
 }  // namespace tessera

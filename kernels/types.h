@@ -21,6 +21,8 @@ enum PixelFlag : uint8_t {
     kInvalid = 1u << 2,     // nodata / NaN / masked: phase taken as 0 (section 2)
     kLowCoherence = 1u << 3,  // below --min-coherence: its phase counts for residues, but it is
                               // not integrated through: NaN, label 0 (README, --min-coherence)
+    kCycleCorrected = 1u << 4,  // its cycles corrected from its neighbours (section 4.1; its own
+                                // bit, so no pixel writes another's); bit 2 of /branch_cuts
 };
 // Pixels outside every component: their edges are blocked and they have no record.
 inline constexpr uint8_t kUnreliable = kInvalid | kLowCoherence;

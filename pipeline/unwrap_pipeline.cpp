@@ -22,7 +22,6 @@
 #include "partition/error_agreement.h"
 #include "kernels/invariant.h"
 #include "kernels/ab_switch.h"
-#include "kernels/cycle_decision.h"
 #include "io/geotiff_writer.h"
 #include "io/hdf5_writer.h"
 #include "io/input_error.h"

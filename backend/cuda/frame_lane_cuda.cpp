@@ -43,7 +43,6 @@ public:
             if (!opt.demodulate_only) {
                 flags_ = pinned<uint8_t>(n);
                 label_ = pinned<uint32_t>(n);
-
             }
         } catch (...) {
             release();
