@@ -71,10 +71,11 @@ def run(cmd, check=True):
 TIMEOUT = None  # --timeout: seconds a tool run may take (None: no limit)
 
 
-def timed(cmd):
+def timed(cmd, env=None):
     t = time.perf_counter()
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT,
+                           env=None if not env else {**os.environ, **env})
     except subprocess.TimeoutExpired:
         p = subprocess.CompletedProcess(cmd, 124, "", f"timed out after {TIMEOUT} s")
     return time.perf_counter() - t, p
@@ -124,7 +125,7 @@ class Tools:
                 ("regions", "regions_all_right", "valid", "correct", "one_offset", "output_regions",
                  "output_regions_ge100")}
 
-    def tessera(self, binary, d, tag, phase, rows, cols, coh=None, mask=None, extra=()):
+    def tessera(self, binary, d, tag, phase, rows, cols, coh=None, mask=None, extra=(), env=None):
         """Runs `binary unwrap [extra]`; returns (seconds, unw.f32 path or None, components, residues, status)."""
         if not os.path.exists(binary):
             return None, None, None, None, f"missing {binary}"
@@ -139,7 +140,7 @@ class Tools:
         if mask:
             cmd += ["--mask", mask]
         cmd += list(extra) + [phase, out]
-        sec, p = timed(cmd)
+        sec, p = timed(cmd, env)
         if p.returncode != 0 or not os.path.exists(out):
             for f in (out, out + ".tmp"):
                 if os.path.exists(f):
@@ -181,7 +182,8 @@ def run_scene(tools, rows_out, scene, size, d, rows, cols, phase, coh, mask, gol
         tag = tool.replace(" ", "_")
         if binary:
             extra = shlex.split(a.after_args if tool == "tessera after" else a.before_args)
-            sec, unw, comps, res, status = tools.tessera(binary, d, tag, phase, rows, cols, coh, mask, extra)
+            env = dict(kv.split("=", 1) for kv in shlex.split(a.before_env)) if tool == "tessera before" else None
+            sec, unw, comps, res, status = tools.tessera(binary, d, tag, phase, rows, cols, coh, mask, extra, env)
         else:
             sec, unw, res, status = tools.goldstein(d, tag, gold_phase, rows, cols, gold_mask)
             comps = None
@@ -338,6 +340,7 @@ def main():
     ap.add_argument("--before", default="/work/before/tessera", help="an earlier build, or none")
     ap.add_argument("--after-args", default="", help="more `unwrap` options for the after build, e.g. '--cut-radius 32'")
     ap.add_argument("--before-args", default="", help="more `unwrap` options for the before build")
+    ap.add_argument("--before-env", default="", help="environment of the before build, e.g. 'TESSERA_FAR_REACH=0'")
     ap.add_argument("--seeds", type=int, nargs="*", default=None,
                     help="synthetic scenes of these seeds, every case (default: one per case, its own seed)")
     ap.add_argument("--seed-offset", type=int, default=0,
@@ -383,7 +386,7 @@ def main():
         f"Machine: nproc {nproc}, {cpu}; date {started:%Y-%m-%d %H:%M} UTC; whole run {total:.0f} s; "
         f"load average at the end {', '.join(f'{x:.2f}' for x in os.getloadavg())} (other work inflates times)  ",
         f"after: {binary_note(a.after)}{' `' + a.after_args + '`' if a.after_args else ''}; "
-        f"before: {binary_note(a.before)}{' `' + a.before_args + '`' if a.before_args else ''}; goldstein: "
+        f"before: {binary_note(a.before)}{' `' + a.before_args + '`' if a.before_args else ''}{' with `' + a.before_env + '`' if a.before_env else ''}; goldstein: "
         f"`bench/goldstein_ref` (one thread, default max box 60)",
         "",
         "tessera runs `unwrap -q` with its defaults (tile 512, min component size 100); \"coherence yes\": "

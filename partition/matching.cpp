@@ -1,5 +1,6 @@
 #include "partition/matching.h"
 
+#include "kernels/far_reach.h"
 #include "kernels/lap.h"
 #include "kernels/vector_memory.h"
 
@@ -140,12 +141,23 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     trace("lakes");
 
     std::vector<Cut> cuts;
+    const bool far = far_reach_on();
+    const int64_t far_R = far_radius(R);
     if (P == 1) {
         ClusterStats cs;
         rule(mine, H, W, R, cuts, cs);
-        add(st, cs);
         trace("clusters");
-        return cuts;  // cut_clusters leaves them in cut_order
+        if (far && has_long_ground_cut(cuts, H, W, R)) {
+            FarTake ft = take_far_components(mine, cuts, H, W, R);
+            cs.ground_cuts -= ft.dropped;
+            st.far_residues = static_cast<int64_t>(ft.members.size());
+            std::vector<Residue> targets = grounded_near(mine, ft.grounded, ft.members, W, far_R);
+            reach_far(std::move(ft.members), std::move(targets), H, W, far_R, cuts, cs);
+            std::sort(cuts.begin(), cuts.end(), cut_order);
+            trace("far");
+        }
+        add(st, cs);
+        return cuts;
     }
 
     // Halo: each owned residue goes to the ranks whose region lies within R + 1 of it.
@@ -183,11 +195,6 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     ClusterStats cs_own;
     std::vector<Cut> own_cuts;
     rule(interior, H, W, R, own_cuts, cs_own);
-    std::vector<Cut> ground;
-    for (const Cut& c : own_cuts) (c.id_b == kGroundId ? ground : cuts).push_back(c);
-    const std::vector<Cut> all_ground = comm.allgatherv(ground);
-    cuts.insert(cuts.end(), all_ground.begin(), all_ground.end());
-    st.pairs = comm.sum(cs_own.pairs), st.ground_cuts = comm.sum(cs_own.ground_cuts), st.lake_joins = comm.sum(cs_own.lake_joins);
     trace("interior");
 
     // Shared classes: the same serial rule on every rank over every rank's part.
@@ -195,11 +202,41 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     std::sort(shared.begin(), shared.end(), [](const ClusterResidue& x, const ClusterResidue& y) { return x.res.id < y.res.id; });
     st.shared = static_cast<int64_t>(shared.size());
     ClusterStats cs_shared;
-    rule(shared, H, W, R, cuts, cs_shared);
+    std::vector<Cut> shared_cuts;
+    rule(shared, H, W, R, shared_cuts, cs_shared);
+    trace("shared");
+
+    // Section 3.6: the far components of every rank's interior and of the shared classes.
+    const bool any_long =
+        far && (comm.sum(int64_t{has_long_ground_cut(own_cuts, H, W, R)}) > 0 || has_long_ground_cut(shared_cuts, H, W, R));
+    FarTake far_own, far_shared;
+    if (any_long) {
+        far_own = take_far_components(interior, own_cuts, H, W, R);
+        far_shared = take_far_components(shared, shared_cuts, H, W, R);
+        cs_own.ground_cuts -= far_own.dropped;
+        cs_shared.ground_cuts -= far_shared.dropped;
+    }
+    std::vector<Cut> ground;
+    for (const Cut& c : own_cuts) (c.id_b == kGroundId ? ground : cuts).push_back(c);
+    release(own_cuts);
+    const std::vector<Cut> all_ground = comm.allgatherv(ground);
+    cuts.insert(cuts.end(), all_ground.begin(), all_ground.end());
+    st.pairs = comm.sum(cs_own.pairs), st.ground_cuts = comm.sum(cs_own.ground_cuts), st.lake_joins = comm.sum(cs_own.lake_joins);
+    if (any_long) {
+        std::vector<FarMember> far_all = comm.allgatherv(far_own.members);
+        far_all.insert(far_all.end(), far_shared.members.begin(), far_shared.members.end());
+        std::vector<Residue> targets = comm.allgatherv(grounded_near(interior, far_own.grounded, far_all, W, far_R));
+        const std::vector<Residue> shared_targets = grounded_near(shared, far_shared.grounded, far_all, W, far_R);
+        targets.insert(targets.end(), shared_targets.begin(), shared_targets.end());
+        std::sort(targets.begin(), targets.end(), [](const Residue& x, const Residue& y) { return x.id < y.id; });
+        st.far_residues = static_cast<int64_t>(far_all.size());
+        reach_far(std::move(far_all), std::move(targets), H, W, far_R, shared_cuts, cs_shared);
+        trace("far");
+    }
     add(st, cs_shared);
+    cuts.insert(cuts.end(), shared_cuts.begin(), shared_cuts.end());
     std::sort(cuts.begin(), cuts.end(), cut_order);
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    trace("shared");
     return cuts;
 }
 

@@ -22,7 +22,11 @@ struct MatchStats {
     int64_t residues = 0;
     int64_t pairs = 0, ground_cuts = 0, lake_joins = 0;
     int64_t shared = 0;  // residues decided on every rank (their set reaches a rank border)
+    int64_t far_residues = 0;  // residues of the components that reached again (section 3.6)
 };
+
+// Section 3.6 on (default); TESSERA_FAR_REACH=0 leaves the rule's long ground cuts (A/B studies).
+inline bool far_reach_on() { return !switch_is("TESSERA_FAR_REACH", "0"); }
 
 // Where a rank's plaquette corners meet lakes: the lake of buffer pixel (r, c) (kNoLake,
 // kGroundedLake or its id), and whether that lake may reach past the own window.

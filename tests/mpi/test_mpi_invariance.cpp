@@ -322,6 +322,33 @@ TEST(Mpi, ClusterPartnerTwoRanksAway) {
     }
 }
 
+// A +/- vortex pair 140 rows apart (L1), each more than R + 2 = 42 from every rank border of
+// the 4x1 grid (ranks own rows 0-199, 200-399, 400-599, 600-999) and 331 from the nearest side:
+// with R = 40 the rule cuts each to a side in its rank alone; section 3.6's far reach (4R =
+// 160) joins them with one cut across the rank border instead, the same on any grid.
+TEST(Mpi, FarReachAcrossRanks) {
+    const std::string dir = shared_dir("far");
+    const int64_t n = 1000;
+    if (rank() == 0) {
+        std::vector<float> phi(static_cast<size_t>(n * n));
+        for (int64_t r = 0; r < n; ++r)
+            for (int64_t c = 0; c < n; ++c) {
+                const double v = std::atan2(r - 330.5, c - 500.5) - std::atan2(r - 470.5, c - 500.5);
+                phi[static_cast<size_t>(r * n + c)] = static_cast<float>(std::remainder(v, 2 * std::numbers::pi));
+            }
+        write_geotiff_f32(dir + "/vortex.tif", n, n, phi.data(), GeoRef{}, std::nullopt);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    UnwrapOptions o = options(dir + "/vortex.tif", dir + "/out.h5", 200);
+    o.max_pair_distance = 40;
+    UnwrapReport rep;
+    expect_same_as_one_rank(o, size() == 4 ? "4x1" : "", &rep);
+    EXPECT_EQ(rep.residues, 2);
+    if (size() == 4) EXPECT_EQ(rep.shared, 0) << "each residue is decided by its rank alone";
+    EXPECT_EQ(rep.pairs, 1);
+    EXPECT_EQ(rep.ground_cuts, 0);
+}
+
 // The top quarter is nodata, so on a 4x1 grid rank 0 holds no valid pixel; the
 // component spans the other ranks and one cut family crosses every border.
 TEST(Mpi, RankWithOnlyNodataAndComponentsAcrossRanks) {
