@@ -90,9 +90,17 @@ FarTake take_far_components(std::span<const ClusterResidue> set, std::vector<Cut
         if (it == set.end() || it->res.id != id) throw std::logic_error("take_far_components: a cut's residue is not in its set");
         return static_cast<int64_t>(it - set.begin());
     };
+    // The lookups on threads (a mosaic's seams leave long cuts among millions of residues).
+    const int64_t nc = static_cast<int64_t>(cuts.size());
+    std::vector<std::pair<int64_t, int64_t>> ends(cuts.size(), {-1, -1});
+#pragma omp parallel for schedule(static, 4096)
+    for (int64_t k = 0; k < nc; ++k) {
+        const Cut& c = cuts[static_cast<size_t>(k)];
+        if (c.id_b != kGroundId) ends[static_cast<size_t>(k)] = {index(c.id_a), index(c.id_b)};
+    }
     Parents uf(n);
-    for (const Cut& c : cuts)
-        if (c.id_b != kGroundId) uf.join(index(c.id_a), index(c.id_b));
+    for (const auto& [a, b] : ends)
+        if (a >= 0) uf.join(a, b);
     std::vector<std::pair<int64_t, int64_t>> shore;  // (inner lake, residue index)
     for (size_t i = 0; i < n; ++i)
         for (int64_t l : set[i].lake)
@@ -113,15 +121,23 @@ FarTake take_far_components(std::span<const ClusterResidue> set, std::vector<Cut
         const size_t r = static_cast<size_t>(uf.find(index(c.id_a)));
         (long_ground(c, H, W, R) ? far_ground : near_ground)[r] = 1;
     }
+    std::vector<int64_t> size(n, 0);
+    for (size_t i = 0; i < n; ++i) ++size[static_cast<size_t>(uf.find(static_cast<int64_t>(i)))];
     const size_t before = cuts.size();
-    cuts.erase(std::remove_if(cuts.begin(), cuts.end(), [&](const Cut& c) { return long_ground(c, H, W, R); }), cuts.end());
+    cuts.erase(std::remove_if(cuts.begin(), cuts.end(),
+                              [&](const Cut& c) {
+                                  return long_ground(c, H, W, R) &&
+                                         size[static_cast<size_t>(uf.find(index(c.id_a)))] <= kFarMembers;
+                              }),
+               cuts.end());
     t.dropped = static_cast<int64_t>(before - cuts.size());
     // Roots are each component's smallest index, so its smallest id (the set is sorted by id).
     t.grounded.resize(n);
     for (size_t i = 0; i < n; ++i) {
         const size_t r = static_cast<size_t>(uf.find(static_cast<int64_t>(i)));
         t.grounded[i] = near_ground[r];
-        if (far_ground[r] && !near_ground[r] && charge[r] != 0) t.members.push_back({set[i].res, set[r].res.id});
+        if (far_ground[r] && !near_ground[r] && charge[r] != 0 && size[r] <= kFarMembers)
+            t.members.push_back({set[i].res, set[r].res.id});
     }
     return t;
 }

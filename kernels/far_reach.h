@@ -24,6 +24,10 @@ struct FarTake {
     int64_t dropped = 0;             // long ground cuts removed from the cuts
 };
 
+// The most residues a far component may have: a larger one (a mosaic's seam, a noisy patch's
+// cluster) keeps its long ground cuts, as the rule left them.
+inline constexpr int64_t kFarMembers = 64;
+
 // The far pair radius for the rule's radius R.
 inline int64_t far_radius(int64_t R) { return 4 * R; }
 
@@ -32,8 +36,9 @@ bool has_long_ground_cut(std::span<const Cut> cuts, int64_t H, int64_t W, int64_
 
 // Splits the rule's cuts of one closed set (`set` sorted by id, `cuts` the rule's for it):
 // components are the residues that pair cuts or a shared inner lake join. Every ground cut
-// longer than R leaves `cuts`; a component that held one and has no other way to the ground
-// (a ground cut of at most R, a grounded lake) and a net charge goes to the far reach; a
+// longer than R leaves `cuts`, except a component's of more than kFarMembers residues; a
+// component that held one, has no other way to the ground (a ground cut of at most R, a
+// grounded lake), a net charge and at most kFarMembers residues goes to the far reach; a
 // component with such a way is grounded.
 FarTake take_far_components(std::span<const ClusterResidue> set, std::vector<Cut>& cuts, int64_t H, int64_t W,
                             int64_t R);

@@ -151,7 +151,11 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
             FarTake ft = take_far_components(mine, cuts, H, W, R);
             cs.ground_cuts -= ft.dropped;
             st.far_residues = static_cast<int64_t>(ft.members.size());
+            trace("far/take");
             std::vector<Residue> targets = grounded_near(mine, ft.grounded, ft.members, W, far_R);
+            trace("far/near");
+            if (trace_on()) std::fprintf(stderr, "tessera: far reach: %lld long cuts, %zu members, %zu targets\n",
+                                         static_cast<long long>(ft.dropped), ft.members.size(), targets.size());
             reach_far(std::move(ft.members), std::move(targets), H, W, far_R, cuts, cs);
             std::sort(cuts.begin(), cuts.end(), cut_order);
             trace("far");

@@ -19,8 +19,9 @@ namespace tessera {
 namespace {
 
 // Section 3.6 by brute force from the rule's cuts: components by pair cuts and shared inner
-// lakes; every ground cut longer than R goes; a component that held one, has no other way to
-// the ground and a net charge is a node; rounds where each open cluster looks at every member
+// lakes; every ground cut longer than R goes unless its component has more than kFarMembers
+// residues; a component that held one, has no other way to the ground, a net charge and at
+// most kFarMembers residues is a node; rounds where each open cluster looks at every member
 // pair with every other node and every residue of a grounded component (within 4R) and at its
 // members' image sides.
 std::vector<Cut> far_oracle(const std::vector<ClusterResidue>& res, std::vector<Cut> cuts, int64_t H, int64_t W,
@@ -43,7 +44,10 @@ std::vector<Cut> far_oracle(const std::vector<ClusterResidue>& res, std::vector<
                 if (lake_comp.count(l) && comp[lake_comp[l]] != comp[i]) relabel(comp[i], comp[lake_comp[l]]);
                 lake_comp[l] = i;
             }
+    std::map<int, int64_t> members;
+    for (int i = 0; i < n; ++i) ++members[comp[i]];
     auto is_long = [&](const Cut& c) { return c.id_b == kGroundId && ground_choice(c.ra, c.ca, H, W).weight > R; };
+    auto goes = [&](const Cut& c) { return is_long(c) && members[comp[at[c.id_a]]] <= kFarMembers; };
     std::map<int, int> charge;
     std::set<int> near, far;
     for (int i = 0; i < n; ++i) {
@@ -52,12 +56,12 @@ std::vector<Cut> far_oracle(const std::vector<ClusterResidue>& res, std::vector<
     }
     for (const Cut& c : cuts)
         if (c.id_b == kGroundId) (is_long(c) ? far : near).insert(comp[at[c.id_a]]);
-    std::erase_if(cuts, is_long);
+    std::erase_if(cuts, goes);
 
     const int64_t FR = far_radius(R);
     std::map<int, int> cluster;  // far component -> its cluster (a far component's name)
     for (int c : far)
-        if (!near.count(c) && charge[c] != 0) cluster[c] = c;
+        if (!near.count(c) && charge[c] != 0 && members[c] <= kFarMembers) cluster[c] = c;
     std::map<int, int64_t> q;
     std::set<int> grounded;
     for (auto& [c, k] : cluster) q[c] = charge[c];
