@@ -187,18 +187,23 @@ void reach_far(std::vector<FarMember> m, std::vector<Residue> targets, int64_t H
         EdgeKey key;
         size_t i, j;  // members
     };
-    std::vector<Edge> edges;
-    for (size_t i = 0; i < n; ++i)
-        cells.around(m[i].res.r, m[i].res.c, i + 1, [&](size_t j) {
-            if (comp_of[j] == comp_of[i]) return;
-            const int64_t w = l1(m[i].res, m[j].res);
-            if (w <= far_R) edges.push_back({comp_of[i], comp_of[j], pair_key(w, m[i].res.id, m[j].res.id), i, j});
-        });
-    std::sort(edges.begin(), edges.end(), [](const Edge& p, const Edge& q) {
-        return p.a != q.a ? p.a < q.a : p.b != q.b ? p.b < q.b : p.key < q.key;
-    });
-    edges.erase(std::unique(edges.begin(), edges.end(), [](const Edge& p, const Edge& q) { return p.a == q.a && p.b == q.b; }),
-                edges.end());
+    // Component by component (members are by comp), each pair's smallest kept at once: a seam's
+    // dense members would otherwise list every pair.
+    std::vector<Edge> edges, local;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && comp_of[j] == comp_of[i]) ++j;
+        local.clear();
+        for (size_t k = i; k < j; ++k)
+            cells.around(m[k].res.r, m[k].res.c, j, [&](size_t q) {  // later components only
+                const int64_t w = l1(m[k].res, m[q].res);
+                if (w <= far_R) local.push_back({comp_of[k], comp_of[q], pair_key(w, m[k].res.id, m[q].res.id), k, q});
+            });
+        std::sort(local.begin(), local.end(), [](const Edge& p, const Edge& q) { return p.b != q.b ? p.b < q.b : p.key < q.key; });
+        for (size_t k = 0; k < local.size(); ++k)
+            if (k == 0 || local[k].b != local[k - 1].b) edges.push_back(local[k]);
+        i = j;
+    }
 
     // Section 3.3's rounds over the components: every open cluster (charge not 0, no ground)
     // takes its smallest leaving edge; all taken edges are accepted at once.
