@@ -156,8 +156,13 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
             trace("far/near");
             if (trace_on()) std::fprintf(stderr, "tessera: far reach: %lld long cuts, %zu members, %zu targets\n",
                                          static_cast<long long>(ft.dropped), ft.members.size(), targets.size());
+            const auto kept = static_cast<std::ptrdiff_t>(cuts.size());  // still in cut_order
             reach_far(std::move(ft.members), std::move(targets), H, W, far_R, cuts, cs);
-            std::sort(cuts.begin(), cuts.end(), cut_order);
+            std::sort(cuts.begin() + kept, cuts.end(), cut_order);
+            if (std::is_sorted(cuts.begin(), cuts.begin() + kept, cut_order))
+                std::inplace_merge(cuts.begin(), cuts.begin() + kept, cuts.end(), cut_order);
+            else
+                std::sort(cuts.begin(), cuts.end(), cut_order);
             trace("far");
         }
         add(st, cs);
