@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace tessera {
 
@@ -27,6 +28,41 @@ public:
     }
 
 private:
+    std::vector<int64_t> p_;
+};
+
+// A union-find that threads join at once: a root links under a smaller root by compare and
+// swap; finds halve paths (a parent only ever moves to an ancestor).
+class SharedParents {
+public:
+    explicit SharedParents(size_t n) : p_(n) {
+        for (size_t i = 0; i < n; ++i) p_[i] = static_cast<int64_t>(i);
+    }
+    int64_t find(int64_t x) {
+        for (;;) {
+            int64_t px = load(x);
+            if (px == x) return x;
+            const int64_t gp = load(px);
+            if (gp != px) __atomic_compare_exchange_n(&p_[static_cast<size_t>(x)], &px, gp, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+            x = gp;
+        }
+    }
+    void join(int64_t a, int64_t b) {
+        for (;;) {
+            a = find(a), b = find(b);
+            if (a == b) return;
+            if (a > b) std::swap(a, b);
+            int64_t expect = b;
+            if (__atomic_compare_exchange_n(&p_[static_cast<size_t>(b)], &expect, a, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return;
+        }
+    }
+
+    // After every join: x's parent becomes its root, so root(x) is one read.
+    void settle(int64_t x) { __atomic_store_n(&p_[static_cast<size_t>(x)], find(x), __ATOMIC_RELAXED); }
+    int64_t root(int64_t x) const { return p_[static_cast<size_t>(x)]; }
+
+private:
+    int64_t load(int64_t x) const { return __atomic_load_n(&p_[static_cast<size_t>(x)], __ATOMIC_ACQUIRE); }
     std::vector<int64_t> p_;
 };
 
@@ -90,17 +126,15 @@ FarTake take_far_components(std::span<const ClusterResidue> set, std::vector<Cut
         if (it == set.end() || it->res.id != id) throw std::logic_error("take_far_components: a cut's residue is not in its set");
         return static_cast<int64_t>(it - set.begin());
     };
-    // The lookups on threads (a mosaic's seams leave long cuts among millions of residues).
+    // On threads: a mosaic's seams leave long cuts among millions of residues. Roots link under
+    // smaller roots, so each component's root is its smallest index whatever the order.
     const int64_t nc = static_cast<int64_t>(cuts.size());
-    std::vector<std::pair<int64_t, int64_t>> ends(cuts.size(), {-1, -1});
+    SharedParents uf(n);
 #pragma omp parallel for schedule(static, 4096)
     for (int64_t k = 0; k < nc; ++k) {
         const Cut& c = cuts[static_cast<size_t>(k)];
-        if (c.id_b != kGroundId) ends[static_cast<size_t>(k)] = {index(c.id_a), index(c.id_b)};
+        if (c.id_b != kGroundId) uf.join(index(c.id_a), index(c.id_b));
     }
-    Parents uf(n);
-    for (const auto& [a, b] : ends)
-        if (a >= 0) uf.join(a, b);
     std::vector<std::pair<int64_t, int64_t>> shore;  // (inner lake, residue index)
     for (size_t i = 0; i < n; ++i)
         for (int64_t l : set[i].lake)
@@ -108,36 +142,42 @@ FarTake take_far_components(std::span<const ClusterResidue> set, std::vector<Cut
     std::sort(shore.begin(), shore.end());
     for (size_t k = 1; k < shore.size(); ++k)
         if (shore[k].first == shore[k - 1].first) uf.join(shore[k].second, shore[k - 1].second);
+#pragma omp parallel for schedule(static, 4096)
+    for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) uf.settle(i);
 
-    std::vector<int64_t> charge(n, 0);
-    std::vector<uint8_t> near_ground(n, 0), far_ground(n, 0);
+    // Per root: bit 0 another way to the ground, bit 1 a long ground cut; charge and size only
+    // for the roots with a long cut (few: the arrays stay one word and one byte a residue).
+    constexpr uint8_t kNear = 1, kFar = 2;
+    std::vector<uint8_t> way(n, 0);
+    for (size_t i = 0; i < n; ++i)
+        if (set[i].lake[0] == kGroundedLake || set[i].lake[1] == kGroundedLake) way[static_cast<size_t>(uf.root(static_cast<int64_t>(i)))] |= kNear;
+    for (const Cut& c : cuts)
+        if (c.id_b == kGroundId) way[static_cast<size_t>(uf.root(index(c.id_a)))] |= long_ground(c, H, W, R) ? kFar : kNear;
+    std::unordered_map<int64_t, std::pair<int64_t, int64_t>> far;  // root -> (charge, size)
     for (size_t i = 0; i < n; ++i) {
-        const int64_t r = uf.find(static_cast<int64_t>(i));
-        charge[static_cast<size_t>(r)] += set[i].res.sign;
-        if (set[i].lake[0] == kGroundedLake || set[i].lake[1] == kGroundedLake) near_ground[static_cast<size_t>(r)] = 1;
+        const int64_t r = uf.root(static_cast<int64_t>(i));
+        if (way[static_cast<size_t>(r)] & kFar) {
+            auto& [q, size] = far[r];
+            q += set[i].res.sign, ++size;
+        }
     }
-    for (const Cut& c : cuts) {
-        if (c.id_b != kGroundId) continue;
-        const size_t r = static_cast<size_t>(uf.find(index(c.id_a)));
-        (long_ground(c, H, W, R) ? far_ground : near_ground)[r] = 1;
-    }
-    std::vector<int64_t> size(n, 0);
-    for (size_t i = 0; i < n; ++i) ++size[static_cast<size_t>(uf.find(static_cast<int64_t>(i)))];
     const size_t before = cuts.size();
     cuts.erase(std::remove_if(cuts.begin(), cuts.end(),
                               [&](const Cut& c) {
-                                  return long_ground(c, H, W, R) &&
-                                         size[static_cast<size_t>(uf.find(index(c.id_a)))] <= kFarMembers;
+                                  return long_ground(c, H, W, R) && far[uf.root(index(c.id_a))].second <= kFarMembers;
                               }),
                cuts.end());
     t.dropped = static_cast<int64_t>(before - cuts.size());
     // Roots are each component's smallest index, so its smallest id (the set is sorted by id).
     t.grounded.resize(n);
     for (size_t i = 0; i < n; ++i) {
-        const size_t r = static_cast<size_t>(uf.find(static_cast<int64_t>(i)));
-        t.grounded[i] = near_ground[r];
-        if (far_ground[r] && !near_ground[r] && charge[r] != 0 && size[r] <= kFarMembers)
-            t.members.push_back({set[i].res, set[r].res.id});
+        const int64_t r = uf.root(static_cast<int64_t>(i));
+        const uint8_t w = way[static_cast<size_t>(r)];
+        t.grounded[i] = (w & kNear) != 0;
+        if (w == kFar) {
+            const auto& [q, size] = far[r];
+            if (q != 0 && size <= kFarMembers) t.members.push_back({set[i].res, set[static_cast<size_t>(r)].res.id});
+        }
     }
     return t;
 }
