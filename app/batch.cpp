@@ -321,7 +321,7 @@ FrameTally unwrap_on_lanes(const RankFrames& f, int lanes) {
     FrameOptions fo;
     fo.hologram = f.frames.hologram;
     fo.unwrap = UnwrapParams{f.base.max_pair_distance, f.base.min_component_size, f.base.reference, f.base.backend,
-                             false, f.base.correct_cycles};
+                             false, f.base.correct_cycles, f.base.far_reach};
     fo.tile_size = f.base.tile_size;
     fo.background_degree = -1;  // unwrap keeps the background
     fo.lanes = lanes;

@@ -173,6 +173,9 @@ int main(int argc, char** argv) {
     unwrap->add_option("--cut-radius,--max-pair-distance", uo.max_pair_distance,
                        "R: longest cut between two residues (L1 pixels); farther ones join through others or ground")
         ->capture_default_str();
+    unwrap->add_flag("!--no-far-reach", uo.far_reach,
+                     "cut a cluster with nothing within R straight to the image side (no reach up to 4R for another "
+                     "such cluster or a grounded one; docs/ARCHITECTURE.md 3.6)");
     unwrap->add_flag("!--no-cycle-correction", uo.correct_cycles,
                      "leave each pixel's cycles as the cuts give them (no correction from its neighbours' mean; "
                      "docs/ARCHITECTURE.md 4.1)");

@@ -116,7 +116,7 @@ ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, bool& 
 }
 
 std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& lakes, const RankGrid& grid,
-                                int64_t R, Comm& comm, MatchStats& st, ClusterRule rule) {
+                                int64_t R, Comm& comm, MatchStats& st, ClusterRule rule, bool far_option) {
     const int64_t H = grid.tiles.H, W = grid.tiles.W;
     const int self = comm.rank(), P = comm.size();
     const Window own = grid.own(self);
@@ -141,7 +141,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     trace("lakes");
 
     std::vector<Cut> cuts;
-    const bool far = far_reach_on();
+    const bool far = far_option && far_reach_on();
     const int64_t far_R = far_radius(R);
     if (P == 1) {
         ClusterStats cs;

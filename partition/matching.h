@@ -25,7 +25,8 @@ struct MatchStats {
     int64_t far_residues = 0;  // residues of the components that reached again (section 3.6)
 };
 
-// Section 3.6 on (default); TESSERA_FAR_REACH=0 leaves the rule's long ground cuts (A/B studies).
+// Section 3.6 allowed by the environment; TESSERA_FAR_REACH=0 leaves the rule's long ground cuts
+// whatever the options (A/B studies).
 inline bool far_reach_on() { return !switch_is("TESSERA_FAR_REACH", "0"); }
 
 // Where a rank's plaquette corners meet lakes: the lake of buffer pixel (r, c) (kNoLake,
@@ -61,8 +62,10 @@ ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, bool& 
 // Returns every cut that may cross this rank's edges, sorted by (id_a, id_b); stats are global.
 // `radius`: the largest L1 distance between two residues joined by one cut.
 // `rule`: the form of the rule that decides each set (default: the host's).
+// `far`: section 3.6's far reach after the rule (UnwrapParams::far_reach; TESSERA_FAR_REACH=0 too).
 std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& lakes, const RankGrid& grid,
-                                int64_t radius, Comm& comm, MatchStats& stats, ClusterRule rule = &cut_clusters);
+                                int64_t radius, Comm& comm, MatchStats& stats, ClusterRule rule = &cut_clusters,
+                                bool far = true);
 // No unreliable pixels anywhere.
 std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t radius, Comm& comm,
                                 MatchStats& stats);

@@ -310,7 +310,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     {
         const GlobalLakes lakes(LakeRuns(std::move(runs), own, H, W), std::move(halo), grid, comm);
         const LakeView view = lake_view(lakes);
-        cuts = match_residues(res, view, grid, p.max_pair_distance, comm, ms, &Region::cut_clusters);
+        cuts = match_residues(res, view, grid, p.max_pair_distance, comm, ms, &Region::cut_clusters, p.far_reach);
     }
     if (run.residues_out) *run.residues_out = std::move(res);
     release(res);

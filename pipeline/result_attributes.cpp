@@ -39,6 +39,7 @@ std::vector<Attribute> result_attributes(const UnwrapOptions& opt, const std::st
         {"compress_phase", int64_t{opt.compress_phase}},
         {"cut_radius", opt.max_pair_distance},
         {"cycle_correction", int64_t{opt.correct_cycles}},
+        {"far_reach", int64_t{opt.far_reach}},
         {"min_component_size", opt.min_component_size},
         {"min_coherence", opt.min_coherence},
         {"reference_row", opt.reference ? opt.reference->first : int64_t{-1}},

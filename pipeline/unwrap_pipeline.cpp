@@ -425,7 +425,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     std::vector<QuicklookCell> cells;  // this rank's quicklook records (app/quicklook.h)
     std::vector<std::unique_ptr<ResultSink>> sinks;
     UnwrapParams params{opt.max_pair_distance, opt.min_component_size, opt.reference, opt.backend, true,
-                        opt.correct_cycles};
+                        opt.correct_cycles, opt.far_reach};
     RegionStats st;
     auto stage_hook = [&](const char* s) {
         inject_error_for_tests(rank, s);

@@ -35,6 +35,7 @@ struct UnwrapOptions {
     int64_t tile_size = 512;
     int64_t max_pair_distance = 16;  // --cut-radius
     bool correct_cycles = true;      // not --no-cycle-correction (section 4.1)
+    bool far_reach = true;           // not --no-far-reach (section 3.6)
     std::optional<std::pair<int64_t, int64_t>> reference;
     int64_t min_component_size = 100;
     double min_coherence = 0.0;

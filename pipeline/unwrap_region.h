@@ -28,6 +28,8 @@ struct UnwrapParams {
     // Section 4.1: single pixels' cycles corrected from their neighbours after the offsets
     // (TESSERA_CYCLE_CORRECTION=0 turns it off for A/B studies).
     bool correct_cycles = true;
+    // Section 3.6: the far reach after the cut rule (not --no-far-reach).
+    bool far_reach = true;
 };
 
 struct RegionStats {  // global counts (the same on every rank)

@@ -23,7 +23,7 @@ namespace tessera {
 // which every backend's region was filled from; the cluster rule runs in the backend's form
 // (Region::cut_clusters: the same cuts on either).
 template <class Region>
-MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, int64_t radius,
+MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, int64_t radius, bool far,
                               std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
     std::vector<Residue> res = region.find_residues();
     stage("residues");
@@ -32,7 +32,7 @@ MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, 
     {
         const GlobalLakes lakes(region.host_arrays(), grid, comm);
         const LakeView view = lake_view(lakes);
-        cuts = match_residues(res, view, grid, radius, comm, ms, &Region::cut_clusters);
+        cuts = match_residues(res, view, grid, radius, comm, ms, &Region::cut_clusters, far);
     }
     stage("matching");
     region.place_cuts(cuts);
@@ -47,7 +47,7 @@ RegionStats run_unwrap_stages(Region& region, const RankGrid& grid, Comm& comm, 
                               std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
     RegionStats st;
     st.tiles = grid.tiles.count();
-    const MatchStats ms = find_match_and_cut(region, grid, comm, p.max_pair_distance, residues_out, stage);
+    const MatchStats ms = find_match_and_cut(region, grid, comm, p.max_pair_distance, p.far_reach, residues_out, stage);
     st.residues = ms.residues;
     st.pairs = ms.pairs;
     st.ground_cuts = ms.ground_cuts;

@@ -48,7 +48,7 @@ py::tuple unwrap(const py::object& phase_or_ifg, const py::object& coherence, co
                  std::optional<std::pair<int64_t, int64_t>> reference, const std::string& backend,
                  std::optional<double> nodata, std::optional<int> device, std::optional<int64_t> memory_limit,
                  std::optional<int64_t> gpu_memory_limit, std::optional<int64_t> chunk_rows,
-                 std::optional<std::string> scratch, bool cycle_correction) {
+                 std::optional<std::string> scratch, bool cycle_correction, bool far_reach) {
     NumpyInput input = numpy_input(phase_or_ifg, coherence, mask);
     const int64_t H = input.in.H, W = input.in.W;
     // The options, named as the caller named them (the driver checks them again, by CLI names).
@@ -72,6 +72,7 @@ py::tuple unwrap(const py::object& phase_or_ifg, const py::object& coherence, co
     opt.tile_size = tile_size;
     opt.max_pair_distance = cut_radius;
     opt.correct_cycles = cycle_correction;
+    opt.far_reach = far_reach;
     opt.reference = reference;
     opt.min_component_size = min_component_size;
     opt.min_coherence = min_coherence;
@@ -114,7 +115,7 @@ py::tuple unwrap(const py::object& phase_or_ifg, const py::object& coherence, co
 constexpr const char* kUnwrapDoc = R"doc(unwrap(phase_or_ifg, coherence=None, mask=None, *, cut_radius=16, min_coherence=0.0,
        min_component_size=100, tile_size=512, reference=None, backend='auto', nodata=None,
        device=None, memory_limit=None, gpu_memory_limit=None, chunk_rows=None, scratch=None,
-       cycle_correction=True) -> (unw, conncomp)
+       cycle_correction=True, far_reach=True) -> (unw, conncomp)
 
 Unwraps a 2-D wrapped phase; the result is the command line's (`tessera unwrap`), bit for bit.
 
@@ -138,6 +139,8 @@ chunk_rows : chunks of this many rows (whole tiles) whatever the limits (--chunk
 scratch : a directory for a run in chunks to keep its second pass in (--scratch), same result.
 cycle_correction : False leaves each pixel's cycles as the cuts give them
     (--no-cycle-correction; docs/ARCHITECTURE.md 4.1).
+far_reach : False cuts a cluster with nothing within cut_radius straight to the image side
+    (--no-far-reach; docs/ARCHITECTURE.md 3.6).
 
 Returns (unw, conncomp): float32 unwrapped phase (NaN where invalid) and uint32 connected
 components (1..N by size descending, 0 = invalid, low coherence or small component).
@@ -160,5 +163,5 @@ PYBIND11_MODULE(tessera, m) {
           "min_coherence"_a = 0.0, "min_component_size"_a = 100, "tile_size"_a = 512, "reference"_a = py::none(),
           "backend"_a = "auto", "nodata"_a = py::none(), "device"_a = py::none(), "memory_limit"_a = py::none(),
           "gpu_memory_limit"_a = py::none(), "chunk_rows"_a = py::none(), "scratch"_a = py::none(),
-          "cycle_correction"_a = true);
+          "cycle_correction"_a = true, "far_reach"_a = true);
 }

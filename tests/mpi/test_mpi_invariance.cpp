@@ -347,6 +347,10 @@ TEST(Mpi, FarReachAcrossRanks) {
     if (size() == 4) EXPECT_EQ(rep.shared, 0) << "each residue is decided by its rank alone";
     EXPECT_EQ(rep.pairs, 1);
     EXPECT_EQ(rep.ground_cuts, 0);
+    o.far_reach = false;  // --no-far-reach: each to its side, as the rule alone cuts them
+    expect_same_as_one_rank(o, size() == 4 ? "4x1" : "", &rep);
+    EXPECT_EQ(rep.pairs, 0);
+    EXPECT_EQ(rep.ground_cuts, 2);
 }
 
 // The top quarter is nodata, so on a 4x1 grid rank 0 holds no valid pixel; the

@@ -102,6 +102,22 @@ class Scenes(unittest.TestCase):
         assert_same_bits(self, got, want)
         self.assertEqual(got[0][40, 50], 0.0)
 
+    # Section 3.6: a +/- vortex pair 24 apart (L1), 109 from the sides, R = 16: one cut between
+    # them with the far reach, two cuts to the top without (--no-far-reach / far_reach=False).
+    def test_far_reach_as_the_command_line(self):
+        r, c = np.mgrid[0:240, 0:240].astype(np.float64)
+        phi = wrap(np.arctan2(r - 108.5, c - 108.5) - np.arctan2(r - 120.5, c - 120.5)).astype(np.float32)
+        tif = self.path("vortex_pair.tif")
+        write_raster(tif, phi)
+        reach = cli_unwrap(tif, self.path("far.h5"))
+        side = cli_unwrap(tif, self.path("no_far.h5"), "--no-far-reach")
+        assert_same_bits(self, tessera.unwrap(phi), reach)
+        assert_same_bits(self, tessera.unwrap(phi, far_reach=False), side)
+        self.assertGreater(np.count_nonzero(reach[0] != side[0]), 100)
+        with h5py.File(self.path("far.h5"), "r") as f, h5py.File(self.path("no_far.h5"), "r") as g:
+            self.assertEqual((f.attrs["far_reach"], f.attrs["pair_cuts"], f.attrs["ground_cuts"]), (1, 1, 0))
+            self.assertEqual((g.attrs["far_reach"], g.attrs["pair_cuts"], g.attrs["ground_cuts"]), (0, 0, 2))
+
     def test_chunks_as_the_command_line(self):
         want = cli_unwrap(self.wrapped_tif, self.path("cli_chunks.h5"), "--coherence", self.coherence_tif,
                           "--min-coherence", "0.3", "--tile-size", "32", "--chunk-rows", "64")
