@@ -291,22 +291,29 @@ TEST(Mpi, GhigliaPrittLongsWithMask) {
     }
 }
 
+// An n x n wrapped phase of a +1 vortex at plaquette (row_plus, n / 2) and a -1 at (row_minus,
+// n / 2), written by rank 0 and seen by all.
+void write_vortex_pair(const std::string& path, int64_t n, int64_t row_plus, int64_t row_minus) {
+    if (rank() == 0) {
+        std::vector<float> phi(static_cast<size_t>(n * n));
+        const double c0 = static_cast<double>(n / 2) + 0.5;
+        for (int64_t r = 0; r < n; ++r)
+            for (int64_t c = 0; c < n; ++c) {
+                const double v = std::atan2(r - (row_plus + 0.5), c - c0) - std::atan2(r - (row_minus + 0.5), c - c0);
+                phi[static_cast<size_t>(r * n + c)] = static_cast<float>(std::remainder(v, 2 * std::numbers::pi));
+            }
+        write_geotiff_f32(path, n, n, phi.data(), GeoRef{}, std::nullopt);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 // A +/- vortex pair 210 rows apart, closer to each other than to any side: with a cut radius
 // of 256 one cut joins them across rank 2 on a 4x1 grid (tile rows 0 | 1 | 2 | 3-4 of 200:
 // ranks own rows 0-199, 200-399, 400-599, 600-999), decided as a shared cluster.
 TEST(Mpi, ClusterPartnerTwoRanksAway) {
     const std::string dir = shared_dir("vortex");
     const int64_t n = 1000;
-    if (rank() == 0) {
-        std::vector<float> phi(static_cast<size_t>(n * n));
-        for (int64_t r = 0; r < n; ++r)
-            for (int64_t c = 0; c < n; ++c) {
-                const double v = std::atan2(r - 395.5, c - 500.5) - std::atan2(r - 605.5, c - 500.5);
-                phi[static_cast<size_t>(r * n + c)] = static_cast<float>(std::remainder(v, 2 * std::numbers::pi));
-            }
-        write_geotiff_f32(dir + "/vortex.tif", n, n, phi.data(), GeoRef{}, std::nullopt);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    write_vortex_pair(dir + "/vortex.tif", n, 395, 605);
     UnwrapOptions o = options(dir + "/vortex.tif", dir + "/out.h5", 200);
     o.max_pair_distance = 256;
     UnwrapReport rep;
@@ -328,17 +335,7 @@ TEST(Mpi, ClusterPartnerTwoRanksAway) {
 // 160) joins them with one cut across the rank border instead, the same on any grid.
 TEST(Mpi, FarReachAcrossRanks) {
     const std::string dir = shared_dir("far");
-    const int64_t n = 1000;
-    if (rank() == 0) {
-        std::vector<float> phi(static_cast<size_t>(n * n));
-        for (int64_t r = 0; r < n; ++r)
-            for (int64_t c = 0; c < n; ++c) {
-                const double v = std::atan2(r - 330.5, c - 500.5) - std::atan2(r - 470.5, c - 500.5);
-                phi[static_cast<size_t>(r * n + c)] = static_cast<float>(std::remainder(v, 2 * std::numbers::pi));
-            }
-        write_geotiff_f32(dir + "/vortex.tif", n, n, phi.data(), GeoRef{}, std::nullopt);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    write_vortex_pair(dir + "/vortex.tif", 1000, 330, 470);
     UnwrapOptions o = options(dir + "/vortex.tif", dir + "/out.h5", 200);
     o.max_pair_distance = 40;
     UnwrapReport rep;
