@@ -10,27 +10,6 @@ namespace tessera {
 
 namespace {
 
-class Parents {
-public:
-    explicit Parents(size_t n) : p_(n) {
-        for (size_t i = 0; i < n; ++i) p_[i] = static_cast<int64_t>(i);
-    }
-    int64_t find(int64_t x) {
-        while (p_[static_cast<size_t>(x)] != x) x = p_[static_cast<size_t>(x)] = p_[static_cast<size_t>(p_[static_cast<size_t>(x)])];
-        return x;
-    }
-    // The smaller index stays the root.
-    int64_t join(int64_t a, int64_t b) {
-        a = find(a), b = find(b);
-        if (a > b) std::swap(a, b);
-        p_[static_cast<size_t>(b)] = a;
-        return a;
-    }
-
-private:
-    std::vector<int64_t> p_;
-};
-
 // A union-find that threads join at once: a root links under a smaller root by compare and
 // swap; finds halve paths (a parent only ever moves to an ancestor).
 class SharedParents {
@@ -89,6 +68,7 @@ public:
                 for (; it != cell_.end() && it->first == k; ++it) f(it->second);
             }
     }
+
 private:
     int64_t key(int64_t y, int64_t x) const { return y * ncc_ + x; }
     int64_t side_, ncc_;
@@ -247,7 +227,7 @@ void reach_far(std::vector<FarMember> m, std::vector<Residue> targets, int64_t H
 
     // Section 3.3's rounds over the components: every open cluster (charge not 0, no ground)
     // takes its smallest leaving edge; all taken edges are accepted at once.
-    Parents uf(nc);
+    SharedParents uf(nc);
     std::vector<uint8_t> grounded(nc, 0);
     auto open = [&](int64_t r) { return charge[static_cast<size_t>(r)] != 0 && !grounded[static_cast<size_t>(r)]; };
     constexpr int64_t kGroundPick = -1;
@@ -296,7 +276,8 @@ void reach_far(std::vector<FarMember> m, std::vector<Residue> targets, int64_t H
                 if (ra == rb) throw std::logic_error("reach_far: a round's edges closed a cycle");
                 out.push_back(make_pair_cut(m[e.i].res, m[e.j].res));
                 ++stats.pairs;
-                const int64_t r = uf.join(ra, rb), o = r == ra ? rb : ra;
+                uf.join(ra, rb);  // the larger root links under the smaller
+                const int64_t r = std::min(ra, rb), o = std::max(ra, rb);
                 charge[static_cast<size_t>(r)] += charge[static_cast<size_t>(o)];
                 grounded[static_cast<size_t>(r)] |= grounded[static_cast<size_t>(o)];
             }
