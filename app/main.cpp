@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
                      "cut a cluster with nothing within R straight to the image side (no reach up to 4R for another "
                      "such cluster or a grounded one; docs/ARCHITECTURE.md 3.6)");
     unwrap->add_flag("!--no-cycle-correction", uo.correct_cycles,
-                     "leave each pixel's cycles as the cuts give them (no correction from its neighbours' mean; "
+                     "leave each pixel's cycles as the cuts give them (no correction from the median of its neighbours within two pixels; "
                      "docs/ARCHITECTURE.md 4.1)");
     unwrap->add_option("--reference", reference, "ROW COL: pixel whose component gets k = 0 there")->expected(2)
         ->allow_extra_args(false);

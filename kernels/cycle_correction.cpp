@@ -15,12 +15,28 @@ namespace tessera {
 
 namespace {
 
-// Whether a pixel may take cycles: a nonzero decision needs a counted neighbour at least half a
-// cycle away, so at least one neighbour 3 or more away (NaN compares false). Branch-free, so that
-// it vectorizes; the labels and the exact decision only where it holds.
-inline bool may_take(float u, float a, float b, float c, float l, float r, float x, float y, float z) {
-    auto far = [&](float v) { return std::fabs(v - u) >= 3.0f; };
-    return far(a) | far(b) | far(c) | far(l) | far(r) | far(x) | far(y) | far(z);
+constexpr int64_t K = kCorrectionReach;
+
+// Marks m[j], for j in K .. C - K - 1, where a pixel may take cycles: a nonzero decision needs
+// kCorrectionFarFewest counted neighbours 3 or more above it, or below (kernels/cycle_decision.h);
+// counted here over every neighbour (NaN compares false; the pixel itself is 0 away). Branch-free,
+// so that it vectorizes; the labels and the exact decision only where it holds.
+void mark_candidates(const float* const (&rows)[2 * K + 1], int64_t C, uint8_t* __restrict m) {
+    const float *__restrict a = rows[0], *__restrict b = rows[1], *__restrict c = rows[2], *__restrict d = rows[3],
+                            *__restrict e = rows[4];
+    static_assert(K == 2, "five rows");
+    const int64_t last = C - K;
+    for (int64_t j = K; j < last; ++j) {
+        const float u = c[j];
+        int up = 0, down = 0;
+#pragma GCC unroll 5
+        for (int64_t dj = -K; dj <= K; ++dj) {
+            const float va = a[j + dj] - u, vb = b[j + dj] - u, vc = c[j + dj] - u, vd = d[j + dj] - u, ve = e[j + dj] - u;
+            up += (va >= 3.0f) + (vb >= 3.0f) + (vc >= 3.0f) + (vd >= 3.0f) + (ve >= 3.0f);
+            down += (va <= -3.0f) + (vb <= -3.0f) + (vc <= -3.0f) + (vd <= -3.0f) + (ve <= -3.0f);
+        }
+        m[j] = static_cast<uint8_t>((up >= kCorrectionFarFewest) | (down >= kCorrectionFarFewest));
+    }
 }
 
 }  // namespace
@@ -28,23 +44,23 @@ inline bool may_take(float u, float a, float b, float c, float l, float r, float
 int64_t correct_cycles(const RegionArrays& a, const Window& band, const CorrectionHalo& halo, int64_t keep,
                        int label_bytes) {
     if (band.rows <= 0 || band.cols <= 0) return 0;
-    const int64_t R = band.rows, C = band.cols;
-    // Row i's values from column -1 (p[-1]) to C (p[C]): the halo's rows are laid out so; the
-    // band's own rows lack their ends, which `end` gives.
+    const int64_t R = band.rows, C = band.cols, wide = C + 2 * K;
+    // Row i (-K .. R + K - 1) from its column 0: the halo's rows hold columns -K .. C + K - 1,
+    // the band's own rows only 0 .. C - 1 (their ends: `end`).
     auto row = [&](int64_t i) -> const float* {
-        if (i < 0) return halo.above.data() + 1;
-        if (i >= R) return halo.below.data() + 1;
+        if (i < 0) return halo.above.data() + (i + K) * wide + K;
+        if (i >= R) return halo.below.data() + (i - R) * wide + K;
         return a.phase + a.index(band.row0 + i, band.col0);
     };
-    auto end = [&](int64_t i, int64_t j) -> float {  // j = -1 or C
-        if (i < 0 || i >= R) return row(i)[j];
-        return (j < 0 ? halo.left : halo.right)[static_cast<size_t>(i)];
+    auto value = [&](int64_t i, int64_t j) -> float {
+        if (i < 0 || i >= R || (j >= 0 && j < C)) return row(i)[j];
+        return j < 0 ? halo.left[static_cast<size_t>(i * K + j + K)] : halo.right[static_cast<size_t>(i * K + j - C)];
     };
-    auto label = [&](int64_t i, int64_t j) -> uint32_t {  // i in -1..R, j in -1..C
-        if (i < 0) return halo.above_label[static_cast<size_t>(j + 1)];
-        if (i >= R) return halo.below_label[static_cast<size_t>(j + 1)];
-        if (j < 0) return halo.left_label[static_cast<size_t>(i)];
-        if (j >= C) return halo.right_label[static_cast<size_t>(i)];
+    auto label = [&](int64_t i, int64_t j) -> uint32_t {
+        if (i < 0) return halo.above_label[static_cast<size_t>((i + K) * wide + j + K)];
+        if (i >= R) return halo.below_label[static_cast<size_t>((i - R) * wide + j + K)];
+        if (j < 0) return halo.left_label[static_cast<size_t>(i * K + j + K)];
+        if (j >= C) return halo.right_label[static_cast<size_t>(i * K + j - C)];
         return label_at(a.label, label_bytes, a.index(band.row0 + i, band.col0 + j));
     };
     // Every decision reads u before any correction (section 4.1): decided first, applied after.
@@ -55,11 +71,12 @@ int64_t correct_cycles(const RegionArrays& a, const Window& band, const Correcti
         std::vector<uint8_t> cand(static_cast<size_t>(C));
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < R; ++i) {
-            const float *__restrict up = row(i - 1), *__restrict cur = row(i), *__restrict dn = row(i + 1);
+            const float* rows[2 * K + 1];
+            for (int64_t r = 0; r < 2 * K + 1; ++r) rows[r] = row(i + r - K);
+            const float* cur = rows[K];
             uint8_t* __restrict m = cand.data();
-            for (int64_t j = 1; j + 1 < C; ++j)
-                m[j] = may_take(cur[j], up[j - 1], up[j], up[j + 1], cur[j - 1], cur[j + 1], dn[j - 1], dn[j], dn[j + 1]);
-            m[0] = 1, m[C - 1] = 1;  // the ends: decided exactly below
+            std::fill(m, m + C, uint8_t{1});  // the ends (their windows leave the band's columns): decided exactly below
+            mark_candidates(rows, C, m);
             for (int64_t j = 0; j < C; ++j) {
                 if (j + 8 <= C) {  // candidates are rare: skip eight at a time
                     uint64_t w;
@@ -72,16 +89,25 @@ int64_t correct_cycles(const RegionArrays& a, const Window& band, const Correcti
                 if (!m[j] || cur[j] != cur[j]) continue;
                 const uint32_t mine_label = label(i, j);
                 if (mine_label == 0) continue;  // no component identity: left as it is
-                float v[8];
+                float v[kCorrectionNeighbours];
                 int k = 0;
-                for (int64_t di = -1; di <= 1; ++di)
-                    for (int64_t dj = -1; dj <= 1; ++dj) {
-                        if (di == 0 && dj == 0) continue;
-                        const int64_t jj = j + dj;
-                        const float* p = di < 0 ? up : di > 0 ? dn : cur;
-                        const float x = jj < 0 || jj >= C ? end(i + di, jj) : p[jj];
-                        v[k++] = label(i + di, jj) == mine_label ? x : std::numeric_limits<float>::quiet_NaN();
+                if (i >= K && i + K < R && j >= K && j + K < C) {  // the window inside the band: rows read directly
+                    for (int64_t di = -K; di <= K; ++di) {
+                        const int64_t at = a.index(band.row0 + i + di, band.col0 + j);
+                        const float* p = rows[di + K] + j;
+                        for (int64_t dj = -K; dj <= K; ++dj) {
+                            if (di == 0 && dj == 0) continue;
+                            v[k++] = label_at(a.label, label_bytes, at + dj) == mine_label ? p[dj] : std::numeric_limits<float>::quiet_NaN();
+                        }
                     }
+                } else {
+                    for (int64_t di = -K; di <= K; ++di)
+                        for (int64_t dj = -K; dj <= K; ++dj) {
+                            if (di == 0 && dj == 0) continue;
+                            v[k++] = label(i + di, j + dj) == mine_label ? value(i + di, j + dj)
+                                                                          : std::numeric_limits<float>::quiet_NaN();
+                        }
+                }
                 const int32_t d = cycle_correction(cur[j], v);
                 if (d != 0) mine.push_back({i * C + j, d});
             }

@@ -1,7 +1,7 @@
 // Cycle correction of single pixels after the offsets are applied (docs/ARCHITECTURE.md
-// section 4.1): a pixel whose u lies more than half a cycle from the mean of its integrated
-// 8-neighbours takes the whole number of cycles that brings it nearest to that mean (the
-// decision: kernels/cycle_decision.h). Host code.
+// section 4.1): a pixel whose u lies more than half a cycle from the median of its integrated
+// neighbours within two pixels takes the whole number of cycles that brings it nearest to that
+// median (the decision: kernels/cycle_decision.h). Host code.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -11,9 +11,11 @@
 
 namespace tessera {
 
-// u and labels around a band of own-window rows before any correction: `above` and `below` the
-// rows beside it (band.cols + 2 values: columns band.col0 - 1 .. band.col0 + band.cols), `left`
-// and `right` the columns beside it (band.rows values). NaN (label 0) where not integrated or outside.
+// u and labels around a band of own-window rows before any correction, kCorrectionReach (K)
+// deep: `above` the K rows over it, the farther first, and `below` the K rows under it, the
+// nearer first, each band.cols + 2K values (columns band.col0 - K .. band.col0 + band.cols + K - 1);
+// `left` and `right` the K columns beside each band row (band.rows x K, row by row, left to
+// right). NaN (label 0) where not integrated or outside.
 struct CorrectionHalo {
     std::span<const float> above, below, left, right;
     std::span<const uint32_t> above_label, below_label, left_label, right_label;

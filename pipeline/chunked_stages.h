@@ -12,6 +12,7 @@
 #include <functional>
 #include <future>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -323,10 +324,12 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     RegionComponents comps;
     chunked::BorderStates borders;
     std::vector<PixelState> above;  // the previous chunk's last row
-    // Section 4.1: each chunk's first and last rows, whose final u its neighbours' correction reads.
+    // Section 4.1: each chunk's first and last kCorrectionReach rows (by global row), whose final
+    // u the neighbouring chunks' correction reads; and the own window's border strips that deep,
+    // which the ring sent to other ranks is made of (the solve reads their outer lines).
     const bool correcting = cycle_correction_on(p);
-    std::vector<std::vector<chunked::RowState>> first_rows(correcting ? static_cast<size_t>(n_chunks) : 0),
-        last_rows(first_rows.size());
+    const int64_t deep = correcting ? kCorrectionReach : 1;
+    std::map<int64_t, std::vector<chunked::RowState>> edge_rows;
     pass([&](int64_t i, Region& region, const RegionArrays& a) {
             const Window& cw = chunks[static_cast<size_t>(i)];
             region.place_cuts(cuts);
@@ -336,19 +339,29 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             comps.conflicts += c.conflicts;
             const Window first{cw.row0, own.col0, 1, own.cols}, last{cw.row0 + cw.rows - 1, own.col0, 1, own.cols};
             std::vector<PixelState> top = region.strip(first);
-            if (correcting) first_rows[static_cast<size_t>(i)] = chunked::row_state(top);
             for (size_t j = 0; j < above.size(); ++j) {
                 const PixelState &pa = above[j], &pb = top[j];
                 if (pa.flags & kBlockDown) continue;
                 // k(b) - k(a) = -n(a->b)  =>  K(root b) - K(root a) = -n - k_b + k_a.
                 comps.constraints.push_back({pa.root, pb.root, -wrap_count(pa.phase, pb.phase) - pb.k + pa.k});
             }
-            if (cw.row0 == own.row0) borders.keep(first, std::move(top));
             above = region.strip(last);
-            if (correcting) last_rows[static_cast<size_t>(i)] = chunked::row_state(above);
-            if (cw.row0 + cw.rows == r1) borders.keep(last, above);
-            borders.keep({cw.row0, own.col0, cw.rows, 1}, region.strip({cw.row0, own.col0, cw.rows, 1}));
-            borders.keep({cw.row0, c1 - 1, cw.rows, 1}, region.strip({cw.row0, c1 - 1, cw.rows, 1}));
+            const int64_t end = cw.row0 + cw.rows;
+            if (correcting)
+                for (int64_t r = cw.row0; r < end; ++r)
+                    if (r < cw.row0 + kCorrectionReach || r >= end - kCorrectionReach)
+                        edge_rows[r] = chunked::row_state(r == cw.row0 ? top : r + 1 == end ? above : region.strip({r, own.col0, 1, own.cols}));
+            auto keep_rows = [&](int64_t from, int64_t to) {  // the own window's rows from .. to - 1 within this chunk
+                from = std::max(from, cw.row0), to = std::min(to, end);
+                if (from >= to) return;
+                const Window w{from, own.col0, to - from, own.cols};
+                borders.keep(w, from == cw.row0 && to == from + 1 ? top : to == end && from + 1 == to ? above : region.strip(w));
+            };
+            keep_rows(own.row0, own.row0 + deep);
+            keep_rows(r1 - deep, r1);
+            const int64_t deep_cols = std::min(deep, own.cols);
+            borders.keep({cw.row0, own.col0, cw.rows, deep_cols}, region.strip({cw.row0, own.col0, cw.rows, deep_cols}));
+            borders.keep({cw.row0, c1 - deep_cols, cw.rows, deep_cols}, region.strip({cw.row0, c1 - deep_cols, cw.rows, deep_cols}));
             if (p.reference && cw.contains(p.reference->first, p.reference->second))
                 borders.keep({p.reference->first, p.reference->second, 1, 1},
                              region.strip({p.reference->first, p.reference->second, 1, 1}));
@@ -371,39 +384,53 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     stage("offset_solve");
 
     // Section 4.1: the final u beside each chunk (the ring from the other ranks, from the border
-    // states; the rows of the chunks above and below, from pass 2's rows), before any correction.
+    // states; the rows of the chunks above and below, from pass 2's edge rows), before any correction.
     const float nan = std::numeric_limits<float>::quiet_NaN();
+    constexpr int64_t K = kCorrectionReach;
+    const size_t wide = static_cast<size_t>(own.cols + 2 * K);
     RingHalo ring;
-    struct HaloRow {
+    struct HaloRows {  // K rows of own.cols + 2K, as CorrectionHalo's above and below
         std::vector<float> u;
         std::vector<uint32_t> label;
     };
-    std::vector<HaloRow> halo_above(first_rows.size()), halo_below(first_rows.size());
+    std::vector<HaloRows> halo_above(correcting ? static_cast<size_t>(n_chunks) : 0), halo_below(halo_above.size());
     int64_t corrected = 0;
     if (correcting) {
         const Solution sol{comps.records, g.offset, g.label};
         ring = ring_from_states(grid, comm, [&](const Window& w) { return borders.strip(w); }, sol);
-        // A row of the own window with the ring's columns beside it.
-        auto own_row = [&](int64_t r, const std::vector<chunked::RowState>& s) {
-            HaloRow row{std::vector<float>(static_cast<size_t>(own.cols + 2), nan),
-                        std::vector<uint32_t>(static_cast<size_t>(own.cols + 2), 0)};
-            const size_t at = static_cast<size_t>(r - own.row0);
-            row.u.front() = ring.left[at], row.label.front() = ring.left_label[at];
-            row.u.back() = ring.right[at], row.label.back() = ring.right_label[at];
+        // Row r of the image beside the own window, with the ring's columns beside own rows.
+        auto add_row = [&](HaloRows& h, int64_t r) {
+            const size_t at = h.u.size();
+            if (r < own.row0 || r >= r1) {  // the ring's
+                const bool over = r < own.row0;
+                const size_t from = static_cast<size_t>(over ? r - (own.row0 - K) : r - r1) * wide;
+                const auto& u = over ? ring.above : ring.below;
+                const auto& l = over ? ring.above_label : ring.below_label;
+                h.u.insert(h.u.end(), u.begin() + static_cast<std::ptrdiff_t>(from), u.begin() + static_cast<std::ptrdiff_t>(from + wide));
+                h.label.insert(h.label.end(), l.begin() + static_cast<std::ptrdiff_t>(from), l.begin() + static_cast<std::ptrdiff_t>(from + wide));
+                return;
+            }
+            h.u.resize(at + wide, nan), h.label.resize(at + wide, 0);
+            const size_t side = static_cast<size_t>((r - own.row0) * K);
+            for (size_t k = 0; k < static_cast<size_t>(K); ++k) {
+                h.u[at + k] = ring.left[side + k], h.label[at + k] = ring.left_label[side + k];
+                h.u[at + wide - K + k] = ring.right[side + k], h.label[at + wide - K + k] = ring.right_label[side + k];
+            }
+            const auto it = edge_rows.find(r);
+            TESSERA_INVARIANT(it != edge_rows.end(), "cycle correction: a chunk's edge row not kept");
+            const std::vector<chunked::RowState>& s = it->second;
             for (size_t j = 0; j < s.size(); ++j) {
                 const RingPixel px = final_pixel(s[j].root, s[j].k, s[j].phase, sol);
-                row.u[j + 1] = px.u, row.label[j + 1] = px.label;
+                h.u[at + K + j] = px.u, h.label[at + K + j] = px.label;
             }
-            return row;
         };
         for (int64_t i = 0; i < n_chunks; ++i) {
             const size_t at = static_cast<size_t>(i);
             const Window& cw = chunks[at];
-            halo_above[at] = i == 0 ? HaloRow{ring.above, ring.above_label} : own_row(cw.row0 - 1, last_rows[at - 1]);
-            halo_below[at] = i + 1 == n_chunks ? HaloRow{ring.below, ring.below_label} : own_row(cw.row0 + cw.rows, first_rows[at + 1]);
+            for (int64_t r = cw.row0 - K; r < cw.row0; ++r) add_row(halo_above[at], r);
+            for (int64_t r = cw.row0 + cw.rows; r < cw.row0 + cw.rows + K; ++r) add_row(halo_below[at], r);
         }
-        release(first_rows);
-        release(last_rows);
+        release(edge_rows);
     }
 
     // Pass 3: the same cuts and union-find again (or their state from the scratch), then each

@@ -1,6 +1,7 @@
 #include "pipeline/correct_cycles.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "kernels/ab_switch.h"
@@ -30,20 +31,22 @@ RingPixel final_pixel(int64_t root, int32_t k, float phase, const Solution& sol)
 RingHalo ring_from_states(const RankGrid& grid, Comm& comm, const std::function<std::vector<PixelState>(const Window&)>& strip,
                           const Solution& sol) {
     const Window own = grid.own(comm.rank());
-    // The own window's four border lines, fetched once (a device region downloads each).
-    std::vector<PixelState> top, bottom, left, right;
-    if (comm.size() > 1) {
-        top = strip({own.row0, own.col0, 1, own.cols});
-        bottom = strip({own.row0 + own.rows - 1, own.col0, 1, own.cols});
-        left = strip({own.row0, own.col0, own.rows, 1});
-        right = strip({own.row0, own.col0 + own.cols - 1, own.rows, 1});
-    }
+    // The own window's border strips, kCorrectionReach deep (less where the window is thinner),
+    // fetched once (a device region downloads each): what other ranks' rings hold of it.
+    const int64_t deep_rows = std::min<int64_t>(kCorrectionReach, own.rows), deep_cols = std::min<int64_t>(kCorrectionReach, own.cols);
+    const std::array<Window, 4> sides{Window{own.row0, own.col0, deep_rows, own.cols},
+                                      Window{own.row0 + own.rows - deep_rows, own.col0, deep_rows, own.cols},
+                                      Window{own.row0, own.col0, own.rows, deep_cols},
+                                      Window{own.row0, own.col0 + own.cols - deep_cols, own.rows, deep_cols}};
+    std::array<std::vector<PixelState>, 4> kept;
+    if (comm.size() > 1)
+        for (size_t s = 0; s < sides.size(); ++s) kept[s] = strip(sides[s]);
     return exchange_ring(grid, comm, [&](int64_t r, int64_t c) {
-        const PixelState& s = r == own.row0                 ? top[static_cast<size_t>(c - own.col0)]
-                              : r == own.row0 + own.rows - 1 ? bottom[static_cast<size_t>(c - own.col0)]
-                              : c == own.col0                 ? left[static_cast<size_t>(r - own.row0)]
-                                                              : right[static_cast<size_t>(r - own.row0)];
-        return final_pixel(s, sol);
+        for (size_t s = 0; s < sides.size(); ++s)
+            if (sides[s].contains(r, c))
+                return final_pixel(kept[s][static_cast<size_t>((r - sides[s].row0) * sides[s].cols + (c - sides[s].col0))], sol);
+        TESSERA_INVARIANT(false, "cycle correction: a ring pixel off the own window's border");
+        return RingPixel{};
     });
 }
 

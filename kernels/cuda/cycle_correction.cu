@@ -21,16 +21,18 @@ __device__ __forceinline__ uint32_t label_of(const void* label, int bytes, int64
 __global__ void decide_kernel(DeviceArrays d, Window own, const void* label, int label_bytes, const float* halo,
                               const uint32_t* halo_label, int32_t* decided, int64_t keep, uint32_t* list,
                               unsigned long long* count, unsigned long long cap) {
-    const int64_t R = own.rows, C = own.cols, n = R * C;
-    // Halo offsets: above, below (C + 2 each), left, right (R each).
+    constexpr int64_t K = kCorrectionReach;
+    const int64_t R = own.rows, C = own.cols, n = R * C, wide = C + 2 * K;
+    // Halo offsets (kernels/cycle_correction.h's layout): above, below (K rows of C + 2K each),
+    // left, right (R x K each).
     auto halo_at = [&](int64_t i, int64_t j) -> int64_t {
-        if (i < 0) return j + 1;
-        if (i >= R) return (C + 2) + j + 1;
-        if (j < 0) return 2 * (C + 2) + i;
-        return 2 * (C + 2) + R + i;  // j >= C
+        if (i < 0) return (i + K) * wide + j + K;
+        if (i >= R) return K * wide + (i - R) * wide + j + K;
+        if (j < 0) return 2 * K * wide + i * K + j + K;
+        return 2 * K * wide + R * K + i * K + (j - C);  // j >= C
     };
     auto inside = [&](int64_t i, int64_t j) { return i >= 0 && i < R && j >= 0 && j < C; };
-    auto u_at = [&](int64_t i, int64_t j) -> float {  // own-local; -1 and R / C: the halo
+    auto u_at = [&](int64_t i, int64_t j) -> float {  // own-local; beyond: the halo
         return inside(i, j) ? d.phase[d.index(own.row0 + i, own.col0 + j)] : halo[halo_at(i, j)];
     };
     auto label_at = [&](int64_t i, int64_t j) -> uint32_t {
@@ -40,13 +42,23 @@ __global__ void decide_kernel(DeviceArrays d, Window own, const void* label, int
          l += static_cast<int64_t>(gridDim.x) * blockDim.x) {
         const int64_t i = l / C, j = l % C;
         const float u = u_at(i, j);
-        const uint32_t mine = label_of(label, label_bytes, l);
         int32_t dd = 0;
-        if (u == u && mine != 0 && (own.row0 + i) * d.W + own.col0 + j != keep) {
-            float nb[8];
+        // A nonzero decision needs kCorrectionFarFewest neighbours 3 or more above u, or below
+        // (NaN compares false): the labels and the decision only there.
+        int up = 0, down = 0;
+        if (u == u)
+            for (int di = -K; di <= K; ++di)
+                for (int dj = -K; dj <= K; ++dj) {
+                    const float dv = __fsub_rn(u_at(i + di, j + dj), u);
+                    up += dv >= 3.0f, down += dv <= -3.0f;
+                }
+        const bool far = up >= kCorrectionFarFewest || down >= kCorrectionFarFewest;
+        const uint32_t mine = far ? label_of(label, label_bytes, l) : 0u;
+        if (mine != 0 && (own.row0 + i) * d.W + own.col0 + j != keep) {
+            float nb[kCorrectionNeighbours];
             int k = 0;
-            for (int di = -1; di <= 1; ++di)
-                for (int dj = -1; dj <= 1; ++dj) {
+            for (int di = -K; di <= K; ++di)
+                for (int dj = -K; dj <= K; ++dj) {
                     if (di == 0 && dj == 0) continue;
                     nb[k++] = label_at(i + di, j + dj) == mine ? u_at(i + di, j + dj) : __int_as_float(0x7fc00000);
                 }

@@ -12,8 +12,8 @@
 namespace tessera::cuda {
 
 // u: d.phase over `own` (NaN where not integrated); label: own-local, `label_bytes` wide; halo,
-// halo_label: device floats and labels, above and below (own.cols + 2 each, columns own.col0 - 1
-// .. own.col0 + own.cols) then left and right (own.rows each); decided: own.size() int32 of
+// halo_label: device floats and labels, CorrectionHalo's above, below, left and right one after
+// the other (kernels/cycle_correction.h: kCorrectionReach deep); decided: own.size() int32 of
 // scratch; cycles: own-local k or null. The pixel `keep` (global index; -1: none) is never
 // corrected. Returns the corrected pixels' own-local indices, in no particular order
 // (synchronises the stream).

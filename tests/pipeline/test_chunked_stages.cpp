@@ -79,7 +79,7 @@ TEST_P(ChunkedCase, BitIdenticalToOnePieceForAnyChunkHeight) {
         const Input in = input_of(s, min_coh);
         UnwrapParams p;
         p.min_component_size = 20;
-        for (int64_t tile : {32, 64}) {
+        for (int64_t tile : {3, 32, 64}) {  // 3: chunks of 3 and 6 rows, the last of 1 (section 4.1 reads two rows on)
             const Output ref = in_one_piece(in, p, tile);
             for (int64_t tile_rows : {1, 2, 3, 100}) {
                 const Output got = in_chunks(in, p, tile, tile_rows);
