@@ -350,12 +350,10 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             if (correcting)
                 for (int64_t r = cw.row0; r < end; ++r)
                     if (r < cw.row0 + kCorrectionReach || r >= end - kCorrectionReach)
-                        edge_rows[r] = chunked::row_state(r == cw.row0 ? top : r + 1 == end ? above : region.strip({r, own.col0, 1, own.cols}));
+                        edge_rows[r] = chunked::row_state(region.strip({r, own.col0, 1, own.cols}));
             auto keep_rows = [&](int64_t from, int64_t to) {  // the own window's rows from .. to - 1 within this chunk
                 from = std::max(from, cw.row0), to = std::min(to, end);
-                if (from >= to) return;
-                const Window w{from, own.col0, to - from, own.cols};
-                borders.keep(w, from == cw.row0 && to == from + 1 ? top : to == end && from + 1 == to ? above : region.strip(w));
+                if (from < to) borders.keep({from, own.col0, to - from, own.cols}, region.strip({from, own.col0, to - from, own.cols}));
             };
             keep_rows(own.row0, own.row0 + deep);
             keep_rows(r1 - deep, r1);
