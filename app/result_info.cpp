@@ -58,7 +58,7 @@ std::string result_info(const std::string& path, const std::function<void()>& pr
         {"run", {"software", "input", "band", "coherence", "coherence_band", "mask", "mask_band", "tile_size",
                  "cut_radius", "far_reach", "cycle_correction", "min_component_size", "min_coherence", "REF_Y", "REF_X", "reference_phase",
                  "compress_phase", "backend", "ranks", "rank_grid", "threads_per_rank"}},
-        {"counts", {"rows", "cols", "valid_pixels", "tiles", "residues", "pair_cuts", "ground_cuts", "lake_joins",
+        {"counts", {"rows", "cols", "valid_pixels", "tiles", "residues", "pair_cuts", "ground_cuts", "lake_joins", "lake_steps",
                     "shared_residues", "components", "labelled_components", "largest_component", "conflicts",
                     "bytes_sent_max_rank", "bytes_sent_total"}},
         {"georeferencing", {"geotransform", "has_geotransform", "projection", "nodata"}},

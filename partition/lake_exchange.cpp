@@ -34,6 +34,12 @@ GlobalLakes::GlobalLakes(LakeRuns runs, LakeHalo halo, const RankGrid& grid, Com
     const int64_t H = grid.tiles.H, W = W_, r1 = own_.row0 + own_.rows, c1 = own_.col0 + own_.cols;
     std::vector<Link> links;
     std::vector<Published> pub;
+    // The columns published outside those rows: [col0, col0 + 2) and [c1 - 1, c1), merged when they meet.
+    int64_t strip[2][2] = {{0, 0}, {0, 0}};
+    if (own_.col0 > 0) strip[0][0] = own_.col0, strip[0][1] = std::min(own_.col0 + 2, c1);
+    if (c1 < W) strip[1][0] = std::max(c1 - 1, own_.col0), strip[1][1] = c1;
+    if (strip[0][1] > strip[0][0] && strip[1][1] > strip[1][0] && strip[1][0] <= strip[0][1])
+        strip[0][1] = strip[1][1], strip[1][0] = strip[1][1] = 0;
     for (int64_t run = 0; run < local_.runs(); ++run) {
         const int64_t r = local_.run_row(run);
         const int64_t piece = local_.piece(run);
@@ -43,9 +49,19 @@ GlobalLakes::GlobalLakes(LakeRuns runs, LakeHalo halo, const RankGrid& grid, Com
                 if (unreliable(r + 1, c) && (c == local_.run_c0(run) || !unreliable(r + 1, c - 1)))
                     links.push_back({piece, (r + 1) * W + c, g});
         if (local_.run_c1(run) == c1 && c1 < W && unreliable(r, c1)) links.push_back({piece, r * W + c1, g});
-        if (r == own_.row0 && own_.row0 > 0) pub.push_back({r, local_.run_c0(run), local_.run_c1(run), piece, g});
-        if (local_.run_c0(run) == own_.col0 && own_.col0 > 0 && !(r == own_.row0 && own_.row0 > 0))
-            pub.push_back({r, static_cast<int32_t>(own_.col0), static_cast<int32_t>(own_.col0 + 1), piece, g});
+        // Published for the neighbours' lookups (section 3.1: a residue's lakes one dual step away
+        // lie up to two pixels past its plaquette's top-left): the first two rows and columns and the
+        // last row and column, where a neighbour lies beyond them; whole runs in those rows, else
+        // the runs' parts in those columns.
+        if ((own_.row0 > 0 && r < own_.row0 + 2) || (r1 < H && r == r1 - 1)) {
+            pub.push_back({r, local_.run_c0(run), local_.run_c1(run), piece, g});
+            continue;
+        }
+        for (int k = 0; k < 2; ++k) {
+            const int64_t lo = std::max<int64_t>(local_.run_c0(run), strip[k][0]);
+            const int64_t hi = std::min<int64_t>(local_.run_c1(run), strip[k][1]);
+            if (lo < hi) pub.push_back({r, static_cast<int32_t>(lo), static_cast<int32_t>(hi), piece, g});
+        }
     }
     const std::vector<Link> all_links = comm.allgatherv(links);
     pub_ = comm.allgatherv(pub);
@@ -83,6 +99,8 @@ GlobalLakes::GlobalLakes(LakeRuns runs, LakeHalo halo, const RankGrid& grid, Com
         const size_t r = find(i);
         piece_lake_[i] = class_grounded[r] ? kGroundedLake : piece_ids_[r];
     }
+    for (const Published& p : pub_)
+        ring_published_ = ring_published_ || (p.row >= own_.row0 - 1 && p.row <= r1 + 1 && p.c1 >= own_.col0 - 1 && p.c0 <= c1 + 1);
 }
 
 const GlobalLakes::Published* GlobalLakes::published_at(int64_t r, int64_t c) const {
@@ -117,18 +135,17 @@ int64_t GlobalLakes::at(int64_t r, int64_t c) const {
         const int64_t run = local_.run_at(r, c);
         return run < 0 ? kNoLake : resolve(local_.piece(run), local_.piece_on_image_border(run));
     }
-    if (!unreliable(r, c)) return kNoLake;
-    const Published* p = published_at(r, c);
+    const Published* p = published_at(r, c);  // every rank publishes what its neighbours' lookups reach
     return p ? resolve(p->piece, p->grounded != 0) : kNoLake;
 }
 
 bool GlobalLakes::none() const {
     auto any = [](const std::vector<uint8_t>& v) { return std::any_of(v.begin(), v.end(), [](uint8_t x) { return x != 0; }); };
-    return local_.runs() == 0 && !any(halo_.below) && !any(halo_.right);
+    return local_.runs() == 0 && !any(halo_.below) && !any(halo_.right) && !ring_published_;
 }
 
 bool GlobalLakes::reaches_out(int64_t r, int64_t c) const {
-    if (!own_.contains(r, c)) return unreliable(r, c);
+    if (!own_.contains(r, c)) return published_at(r, c) != nullptr;
     const int64_t run = local_.run_at(r, c);
     return run >= 0 && local_.piece_on_window_border(run);
 }

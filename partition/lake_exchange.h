@@ -27,7 +27,8 @@ public:
     // The same from the own window's runs and the halo (a region read in chunks).
     GlobalLakes(LakeRuns runs, LakeHalo halo, const RankGrid& grid, Comm& comm);
 
-    // Lake of pixel (r, c) of the buffer: kNoLake, kGroundedLake, or its global id.
+    // Lake of pixel (r, c): kNoLake, kGroundedLake, or its global id; (r, c) in the own window or
+    // within one row above or left of it or two rows below or right of it (section 3.1's ring).
     int64_t at(int64_t r, int64_t c) const;
     // The lake there may reach past the own window (its residues are shared between ranks).
     bool reaches_out(int64_t r, int64_t c) const;
@@ -55,6 +56,7 @@ private:
     std::vector<Published> pub_;           // every rank's, sorted by (row, c0)
     std::vector<int64_t> piece_ids_;       // pieces met across ranks, sorted
     std::vector<int64_t> piece_lake_;      // their lake: id or kGroundedLake
+    bool ring_published_ = false;          // a neighbour published a run within two pixels of the own window
 };
 
 }  // namespace tessera

@@ -88,7 +88,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
     return match_residues(owned, none, grid, radius, comm, st);
 }
 
-ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, bool& reaches_out) {
+ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, int64_t H, int64_t W, bool& reaches_out) {
     ClusterResidue y;
     y.res = x;
     reaches_out = false;
@@ -111,8 +111,50 @@ ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, bool& 
         if (k > 0 && (y.lake[0] == l || (k > 1 && y.lake[1] == l))) continue;
         if (k < 2) y.lake[k++] = l;
     }
-    if (k == 2 && y.lake[1] < y.lake[0]) std::swap(y.lake[0], y.lake[1]);
+    if (k < 2) {
+        // Section 3.1: the lakes one dual step away, in ring order; the smallest ids (the ground
+        // first) fill the free places.
+        struct Near {
+            int64_t lake;
+            LakeStep step;
+            int64_t r, c;
+        } near[8];
+        int n = 0;
+        const int64_t r = x.r, c = x.c;
+        const int64_t ring[8][2] = {{r - 1, c}, {r - 1, c + 1}, {r + 2, c}, {r + 2, c + 1},
+                                    {r, c - 1}, {r + 1, c - 1}, {r, c + 2}, {r + 1, c + 2}};
+        const int next_to[8] = {0, 1, 2, 3, 0, 2, 1, 3};  // the corner each ring pixel is 4-adjacent to
+        for (int j = 0; j < 8; ++j) {
+            const int64_t pr = ring[j][0], pc = ring[j][1];
+            // Beside a corner in a lake, an unreliable pixel is in that lake.
+            if (pr < 0 || pr >= H || pc < 0 || pc >= W || at[next_to[j]] != kNoLake) continue;
+            const int64_t l = lakes.at(pr, pc);
+            if (l == kNoLake || (k > 0 && y.lake[0] == l) || (k > 1 && y.lake[1] == l)) continue;
+            bool seen = false;
+            for (int i = 0; i < n; ++i) seen = seen || near[i].lake == l;
+            if (!seen) near[n++] = {l, static_cast<LakeStep>(kStepUp + j / 2), pr, pc};
+        }
+        std::stable_sort(near, near + n, [](const Near& a, const Near& b) { return a.lake < b.lake; });
+        for (int i = 0; i < n && k < 2; ++i) {
+            y.lake[k] = near[i].lake, y.step[k] = near[i].step, ++k;
+            reaches_out = reaches_out || lakes.reaches_out(near[i].r, near[i].c);
+        }
+    }
+    if (k == 2 && y.lake[1] < y.lake[0]) std::swap(y.lake[0], y.lake[1]), std::swap(y.step[0], y.step[1]);
     return y;
+}
+
+int64_t add_lake_steps(std::span<const ClusterResidue> res, std::vector<Cut>& out) {
+    const size_t before = out.size();
+    for (const ClusterResidue& x : res)
+        for (int k = 0; k < 2; ++k) {
+            if (x.step[k] == kTouch) continue;
+            const int32_t dr = x.step[k] == kStepUp ? -1 : x.step[k] == kStepDown ? 1 : 0;
+            const int32_t dc = x.step[k] == kStepLeft ? -1 : x.step[k] == kStepRight ? 1 : 0;
+            const int64_t end = x.lake[k] == kGroundedLake ? kGroundedLakeKey : kLakeKeyBase + x.lake[k];
+            out.push_back(Cut{x.res.id, end, x.res.r, x.res.c, x.res.r + dr, x.res.c + dc, kNotGround});
+        }
+    return static_cast<int64_t>(out.size() - before);
 }
 
 std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& lakes, const RankGrid& grid,
@@ -133,7 +175,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     for (int64_t i = 0; i < n_own; ++i) {
         const Residue& x = owned[static_cast<size_t>(i)];
         bool out = false;
-        mine[static_cast<size_t>(i)] = with_corner_lakes(x, lakes, out);
+        mine[static_cast<size_t>(i)] = with_corner_lakes(x, lakes, H, W, out);
         near_border[static_cast<size_t>(i)] =
             out || (own.row0 > 0 && x.r < own.row0 + R + 1) || (r1 < H && x.r >= r1 - R - 2) ||
             (own.col0 > 0 && x.c < own.col0 + R + 1) || (c1 < W && x.c >= c1 - R - 2);
@@ -166,6 +208,8 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
             trace("far");
         }
         add(st, cs);
+        st.lake_steps = add_lake_steps(mine, cuts);
+        std::sort(cuts.begin(), cuts.end(), cut_order);
         return cuts;
     }
 
@@ -244,6 +288,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     }
     add(st, cs_shared);
     cuts.insert(cuts.end(), shared_cuts.begin(), shared_cuts.end());
+    st.lake_steps = comm.sum(add_lake_steps(interior, cuts)) + add_lake_steps(shared, cuts);
     std::sort(cuts.begin(), cuts.end(), cut_order);
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     return cuts;

@@ -316,7 +316,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     if (run.residues_out) *run.residues_out = std::move(res);
     release(res);
     st.residues = ms.residues, st.pairs = ms.pairs, st.ground_cuts = ms.ground_cuts;
-    st.lake_joins = ms.lake_joins, st.shared = ms.shared;
+    st.lake_joins = ms.lake_joins, st.lake_steps = ms.lake_steps, st.shared = ms.shared;
     stage("matching");
 
     // Pass 2: cuts, each chunk's union-find; the constraints across chunk borders from the

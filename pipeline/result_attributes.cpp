@@ -11,6 +11,7 @@ void add_region_stats(UnwrapReport& rep, const RegionStats& st) {
     rep.tiles = st.tiles;
     rep.residues = st.residues;
     rep.lake_joins = st.lake_joins;
+    rep.lake_steps = st.lake_steps;
     rep.shared = st.shared;
     rep.pairs = st.pairs;
     rep.ground_cuts = st.ground_cuts;
@@ -54,6 +55,7 @@ std::vector<Attribute> result_attributes(const UnwrapOptions& opt, const std::st
         {"valid_pixels", rep.valid},
         {"residues", rep.residues},
         {"lake_joins", rep.lake_joins},
+        {"lake_steps", rep.lake_steps},
         {"shared_residues", rep.shared},
         {"pair_cuts", rep.pairs},
         {"ground_cuts", rep.ground_cuts},

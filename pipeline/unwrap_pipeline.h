@@ -67,7 +67,7 @@ struct StageTime {
 
 struct UnwrapReport {
     int64_t rows = 0, cols = 0, valid = 0;
-    int64_t residues = 0, lake_joins = 0, shared = 0;
+    int64_t residues = 0, lake_joins = 0, lake_steps = 0, shared = 0;
     int64_t pairs = 0, ground_cuts = 0;
     int64_t components = 0, labelled = 0, largest = 0;
     int64_t conflicts = 0;  // must be 0 (section 3)

@@ -52,6 +52,7 @@ RegionStats run_unwrap_stages(Region& region, const RankGrid& grid, Comm& comm, 
     st.pairs = ms.pairs;
     st.ground_cuts = ms.ground_cuts;
     st.lake_joins = ms.lake_joins;
+    st.lake_steps = ms.lake_steps;
     st.shared = ms.shared;
 
     const RegionComponents comps = region.union_find();

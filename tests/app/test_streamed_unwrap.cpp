@@ -87,7 +87,7 @@ void expect_same_results(const std::string& a, const std::string& b) {
     expect_same_bits<int8_t>(a, b, "residues");
     expect_same_bits<uint8_t>(a, b, "branch_cuts");
     // What the file says of the run (the valid pixels counted once per chunk, not per buffer).
-    for (const char* n : {"valid_pixels", "residues", "pair_cuts", "ground_cuts", "lake_joins", "components",
+    for (const char* n : {"valid_pixels", "residues", "pair_cuts", "ground_cuts", "lake_joins", "lake_steps", "components",
                           "labelled_components", "largest_component", "conflicts"})
         EXPECT_EQ(testing::root_attribute<int64_t>(a, n, H5T_NATIVE_INT64),
                   testing::root_attribute<int64_t>(b, n, H5T_NATIVE_INT64))

@@ -30,7 +30,8 @@ for kind in projected chunked geographic none; do
   [[ $kind == projected || $kind == chunked ]] && extra=(--overviews)
   [[ $kind == chunked ]] && limit=(--chunk-rows 128)
   out=$work/$kind
-  run unwrap "$in" "$out.h5" --coherence "$work/s/holes_coherence.tif" --min-coherence 0.3 --tile-size 128 \
+  # --min-component-size: a region of finite phase gets label 0 (the nodata conventions need both kinds)
+  run unwrap "$in" "$out.h5" --coherence "$work/s/holes_coherence.tif" --min-coherence 0.3 --tile-size 128 --min-component-size 150000 \
       --save-cycles --save-residues --save-cuts --geotiff "$out.u.tif" --conncomp-geotiff "$out.cc.tif" \
       --dolphin "$out" "${extra[@]}" "${limit[@]}" -q
   "$python" "$here/cf_outputs_check.py" "$out.h5" "$in" "${kind/chunked/projected}" --geotiff "$out.u.tif" \

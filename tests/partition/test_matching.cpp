@@ -99,6 +99,57 @@ Oracle serial_oracle(const std::vector<ClusterResidue>& res, int64_t H, int64_t 
 
 using Case = testing::ResidueCase;
 
+// Section 3.1, written again: the lakes x touches are those at its plaquette's corners, then, while
+// fewer than two, those at the corners of the plaquettes one dual step away (up, down, left,
+// right), the smallest ids first, each reached by its first such step; ascending.
+template <class At>
+ClusterResidue touching_lakes(const Residue& x, At at, int64_t H, int64_t W) {
+    auto lake = [&](int64_t r, int64_t c) { return r < 0 || c < 0 || r >= H || c >= W ? kNoLake : at(r, c); };
+    ClusterResidue y;
+    y.res = x;
+    std::vector<int64_t> mine;
+    for (int j = 0; j < 4; ++j)
+        if (const int64_t l = lake(x.r + j / 2, x.c + j % 2); l != kNoLake && std::find(mine.begin(), mine.end(), l) == mine.end())
+            mine.push_back(l);
+    std::vector<std::pair<int64_t, LakeStep>> near;  // (lake, its first step)
+    const LakeStep steps[4] = {kStepUp, kStepDown, kStepLeft, kStepRight};
+    const int dr[4] = {-1, 1, 0, 0}, dc[4] = {0, 0, -1, 1};
+    for (int s = 0; s < 4; ++s)
+        for (int j = 0; j < 4; ++j) {
+            const int64_t l = lake(x.r + dr[s] + j / 2, x.c + dc[s] + j % 2);
+            if (l == kNoLake || std::find(mine.begin(), mine.end(), l) != mine.end()) continue;
+            if (std::none_of(near.begin(), near.end(), [&](const auto& n) { return n.first == l; })) near.push_back({l, steps[s]});
+        }
+    std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::pair<int64_t, LakeStep>> all;
+    for (int64_t l : mine) all.push_back({l, kTouch});
+    for (const auto& n : near) all.push_back(n);
+    all.resize(std::min<size_t>(all.size(), 2));
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t k = 0; k < all.size(); ++k) y.lake[k] = all[k].first, y.step[k] = all[k].second;
+    return y;
+}
+
+// The one-step cut of each lake one step away: from the residue's plaquette to the next one.
+std::vector<Cut> step_cuts(const std::vector<ClusterResidue>& res) {
+    std::vector<Cut> out;
+    for (const ClusterResidue& x : res)
+        for (int k = 0; k < 2; ++k) {
+            if (x.lake[k] == kNoLake || x.step[k] == kTouch) continue;
+            const int r = x.res.r + (x.step[k] == kStepUp ? -1 : x.step[k] == kStepDown ? 1 : 0);
+            const int c = x.res.c + (x.step[k] == kStepLeft ? -1 : x.step[k] == kStepRight ? 1 : 0);
+            out.push_back({x.res.id, x.lake[k] == kGroundedLake ? kGroundedLakeKey : kLakeKeyBase + x.lake[k], x.res.r, x.res.c, r, c,
+                           kNotGround});
+        }
+    return out;
+}
+
+std::vector<Cut> joined(std::vector<Cut> a, const std::vector<Cut>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    std::sort(a.begin(), a.end(), cut_order);
+    return a;
+}
+
 // What match_residues adds to the rule's cuts of one whole set: section 3.6's far reach (its
 // own oracle is in tests/kernels/test_far_reach.cpp).
 std::vector<Cut> with_far_reach(const std::vector<ClusterResidue>& res, std::vector<Cut> cuts, int64_t H, int64_t W,
@@ -176,21 +227,13 @@ TEST(Matching, OneRankIsTheSerialRule) {
                          },
                          [](int64_t, int64_t) { return false; }};
     std::vector<ClusterResidue> res;
-    for (const Residue& x : plain) {
-        ClusterResidue y;
-        y.res = x;
-        int k = 0;
-        for (const auto& [dr, dc] : {std::pair<int, int>{0, 0}, {0, 1}, {1, 0}, {1, 1}}) {
-            const int64_t l = lakes.at(x.r + dr, x.c + dc);
-            if (l != kNoLake && (k == 0 || y.lake[0] != l) && k < 2) y.lake[k++] = l;
-        }
-        if (k == 2 && y.lake[1] < y.lake[0]) std::swap(y.lake[0], y.lake[1]);
-        res.push_back(y);
-    }
+    for (const Residue& x : plain) res.push_back(touching_lakes(x, lakes.at, H, W));
+    const std::vector<Cut> steps = step_cuts(res);
+    ASSERT_GE(steps.size(), 3u);  // residues one step from the band or the inner lake
     const Oracle expect = serial_oracle(res, H, W, 16);
     MatchStats st;
     const auto got = match_residues(plain, lakes, grid, 16, self, st);
-    EXPECT_EQ(got, with_far_reach(res, expect.cuts, H, W, 16));
+    EXPECT_EQ(got, joined(with_far_reach(res, expect.cuts, H, W, 16), steps));
     EXPECT_EQ(st.lake_joins, expect.lake_joins);
     EXPECT_GT(st.lake_joins, 0);
     EXPECT_EQ(st.residues, static_cast<int64_t>(plain.size()));
@@ -226,11 +269,10 @@ TEST(Matching, ClassesOnThreadsGiveTheSerialCuts) {
     const auto plain = random_residues(H, W, 9000, 11, true);
     ASSERT_GT(plain.size(), 8000u);
     auto lake_row = [](int64_t r) { return r % 97 < 3; };
-    std::vector<ClusterResidue> res;
-    for (const Residue& x : plain)
-        res.push_back({x, {lake_row(x.r) || lake_row(x.r + 1) ? int64_t{kGroundedLake} : kNoLake, kNoLake}});
     const LakeView lakes{[&](int64_t r, int64_t) { return lake_row(r) ? kGroundedLake : kNoLake; },
                          [](int64_t, int64_t) { return false; }};
+    std::vector<ClusterResidue> res;
+    for (const Residue& x : plain) res.push_back(touching_lakes(x, lakes.at, H, W));
     Comm self(MPI_COMM_SELF);
     RankGrid grid;
     grid.tiles = TileGrid(H, W, 64);
@@ -240,7 +282,8 @@ TEST(Matching, ClassesOnThreadsGiveTheSerialCuts) {
         cut_clusters(res, H, W, R, expect, cs);
         std::sort(expect.begin(), expect.end(), cut_order);
         MatchStats st;
-        EXPECT_EQ(match_residues(plain, lakes, grid, R, self, st), with_far_reach(res, expect, H, W, R)) << "R " << R;
+        EXPECT_EQ(match_residues(plain, lakes, grid, R, self, st), joined(with_far_reach(res, expect, H, W, R), step_cuts(res)))
+            << "R " << R;
         EXPECT_EQ(st.lake_joins, cs.lake_joins);
         EXPECT_GT(cs.pairs, 1000);
         EXPECT_GT(cs.lake_joins, 100);
