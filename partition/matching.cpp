@@ -88,7 +88,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& 
     return match_residues(owned, none, grid, radius, comm, st);
 }
 
-ClusterResidue with_corner_lakes(const Residue& x, const LakeView& lakes, int64_t H, int64_t W, bool& reaches_out) {
+ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int64_t H, int64_t W, bool& reaches_out) {
     ClusterResidue y;
     y.res = x;
     reaches_out = false;
@@ -175,7 +175,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     for (int64_t i = 0; i < n_own; ++i) {
         const Residue& x = owned[static_cast<size_t>(i)];
         bool out = false;
-        mine[static_cast<size_t>(i)] = with_corner_lakes(x, lakes, H, W, out);
+        mine[static_cast<size_t>(i)] = with_touching_lakes(x, lakes, H, W, out);
         near_border[static_cast<size_t>(i)] =
             out || (own.row0 > 0 && x.r < own.row0 + R + 1) || (r1 < H && x.r >= r1 - R - 2) ||
             (own.col0 > 0 && x.c < own.col0 + R + 1) || (c1 < W && x.c >= c1 - R - 2);

@@ -32,7 +32,7 @@ inline std::vector<ClusterResidue> scene_cluster_residues(const SynthScene& s, i
 #pragma omp parallel for schedule(static, 4096)
     for (int64_t i = 0; i < static_cast<int64_t>(res.size()); ++i) {
         bool reaches_out = false;
-        out[static_cast<size_t>(i)] = with_corner_lakes(res[static_cast<size_t>(i)], view, in.H, in.W, reaches_out);
+        out[static_cast<size_t>(i)] = with_touching_lakes(res[static_cast<size_t>(i)], view, in.H, in.W, reaches_out);
     }
     return out;
 }
