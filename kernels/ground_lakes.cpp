@@ -134,4 +134,15 @@ void LakeRuns::runs_at(int64_t r, int64_t c, int64_t& at_c, int64_t& at_next) co
     if (c0_[static_cast<size_t>(run)] <= c + 1 && c + 1 < c1_[static_cast<size_t>(run)]) at_next = run;
 }
 
+void LakeRuns::runs_in(int64_t r, int64_t c, int n, int64_t* run) const {
+    const size_t i = static_cast<size_t>(r - win_.row0);
+    const auto b = c1_.begin() + row_start_[i], e = c1_.begin() + row_start_[i + 1];
+    auto it = std::upper_bound(b, e, static_cast<int32_t>(c));  // first run ending after c
+    for (int j = 0; j < n; ++j) {
+        const int64_t x = c + j;
+        while (it != e && *it <= x) ++it;
+        run[j] = it != e && c0_[static_cast<size_t>(it - c1_.begin())] <= x ? it - c1_.begin() : -1;
+    }
+}
+
 }  // namespace tessera

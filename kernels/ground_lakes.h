@@ -38,6 +38,8 @@ public:
     int64_t run_at(int64_t r, int64_t c) const;
     // Runs holding pixels (r, c) and (r, c + 1), both in the window, or -1: one search of the row.
     void runs_at(int64_t r, int64_t c, int64_t& at_c, int64_t& at_next) const;
+    // Runs holding pixels (r, c) ... (r, c + n - 1), all in the window, or -1: one search of the row.
+    void runs_in(int64_t r, int64_t c, int n, int64_t* run) const;
     int64_t runs() const { return static_cast<int64_t>(c0_.size()); }
     int64_t run_row(int64_t run) const { return row_[static_cast<size_t>(run)]; }
     int32_t run_c0(int64_t run) const { return c0_[static_cast<size_t>(run)]; }

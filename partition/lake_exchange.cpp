@@ -150,6 +150,29 @@ bool GlobalLakes::reaches_out(int64_t r, int64_t c) const {
     return run >= 0 && local_.piece_on_window_border(run);
 }
 
+void GlobalLakes::ring(int64_t r, int64_t c, int64_t lake[8]) const {
+    // (row, first column, pixels searched, which of them go to lake[], where)
+    const int64_t rows[4] = {r - 1, r + 2, r, r + 1};
+    for (int k = 0; k < 4; ++k) {
+        const int64_t rr = rows[k];
+        const bool wide = k >= 2;  // rows r and r + 1: columns c - 1 and c + 2
+        const int64_t c0 = wide ? c - 1 : c;
+        const int n = wide ? 4 : 2;
+        int64_t* out[2] = {wide ? lake + 4 + (k - 2) : lake + 2 * k, wide ? lake + 6 + (k - 2) : lake + 2 * k + 1};
+        const int pick[2] = {0, n - 1};
+        if (own_.contains(rr, c0) && own_.contains(rr, c0 + n - 1)) {
+            int64_t run[4];
+            local_.runs_in(rr, c0, n, run);
+            for (int j = 0; j < 2; ++j) {
+                const int64_t x = run[pick[j]];
+                *out[j] = x < 0 ? kNoLake : resolve(local_.piece(x), local_.piece_on_image_border(x));
+            }
+        } else {
+            for (int j = 0; j < 2; ++j) *out[j] = at(rr, c0 + pick[j]);
+        }
+    }
+}
+
 void GlobalLakes::corners(int64_t r, int64_t c, int64_t lake[4], bool out[4]) const {
     for (int dr = 0; dr < 2; ++dr) {
         const int64_t rr = r + dr;

@@ -35,6 +35,10 @@ public:
     // at() and reaches_out() of the plaquette (r, c)'s corners (r, c), (r, c + 1), (r + 1, c),
     // (r + 1, c + 1), in that order: one run search a row where both pixels are own.
     void corners(int64_t r, int64_t c, int64_t lake[4], bool out[4]) const;
+    // at() of the eight pixels one dual step from the plaquette (r, c) (section 3.1), in the order
+    // (r-1, c), (r-1, c+1), (r+2, c), (r+2, c+1), (r, c-1), (r+1, c-1), (r, c+2), (r+1, c+2):
+    // one run search a row where the row's pixels are own.
+    void ring(int64_t r, int64_t c, int64_t lake[8]) const;
     // No unreliable pixel in the own window or its halo: at() is kNoLake everywhere.
     bool none() const;
 

@@ -124,11 +124,19 @@ ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int6
         const int64_t ring[8][2] = {{r - 1, c}, {r - 1, c + 1}, {r + 2, c}, {r + 2, c + 1},
                                     {r, c - 1}, {r + 1, c - 1}, {r, c + 2}, {r + 1, c + 2}};
         const int next_to[8] = {0, 1, 2, 3, 0, 2, 1, 3};  // the corner each ring pixel is 4-adjacent to
+        // Beside a corner in a lake, an unreliable pixel is in that lake: only the others are looked up.
+        bool need[8], any = false;
         for (int j = 0; j < 8; ++j) {
             const int64_t pr = ring[j][0], pc = ring[j][1];
-            // Beside a corner in a lake, an unreliable pixel is in that lake.
-            if (pr < 0 || pr >= H || pc < 0 || pc >= W || at[next_to[j]] != kNoLake) continue;
-            const int64_t l = lakes.at(pr, pc);
+            need[j] = pr >= 0 && pr < H && pc >= 0 && pc < W && at[next_to[j]] == kNoLake;
+            any = any || need[j];
+        }
+        int64_t ring_lake[8];
+        if (any && lakes.ring) lakes.ring(r, c, ring_lake);
+        for (int j = 0; j < 8 && any; ++j) {
+            if (!need[j]) continue;
+            const int64_t pr = ring[j][0], pc = ring[j][1];
+            const int64_t l = lakes.ring ? ring_lake[j] : lakes.at(pr, pc);
             if (l == kNoLake || (k > 0 && y.lake[0] == l) || (k > 1 && y.lake[1] == l)) continue;
             bool seen = false;
             for (int i = 0; i < n; ++i) seen = seen || near[i].lake == l;
@@ -146,7 +154,8 @@ ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int6
 
 int64_t add_lake_steps(std::span<const ClusterResidue> res, std::vector<Cut>& out) {
     const size_t before = out.size();
-    for (const ClusterResidue& x : res)
+    for (const ClusterResidue& x : res) {
+        const size_t first = out.size();
         for (int k = 0; k < 2; ++k) {
             if (x.step[k] == kTouch) continue;
             const int32_t dr = x.step[k] == kStepUp ? -1 : x.step[k] == kStepDown ? 1 : 0;
@@ -154,6 +163,8 @@ int64_t add_lake_steps(std::span<const ClusterResidue> res, std::vector<Cut>& ou
             const int64_t end = x.lake[k] == kGroundedLake ? kGroundedLakeKey : kLakeKeyBase + x.lake[k];
             out.push_back(Cut{x.res.id, end, x.res.r, x.res.c, x.res.r + dr, x.res.c + dc, kNotGround});
         }
+        if (out.size() == first + 2 && cut_order(out[first + 1], out[first])) std::swap(out[first], out[first + 1]);
+    }
     return static_cast<int64_t>(out.size() - before);
 }
 
@@ -208,8 +219,9 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
             trace("far");
         }
         add(st, cs);
+        const auto kept = static_cast<std::ptrdiff_t>(cuts.size());  // in cut_order, as are the steps (residues in id order)
         st.lake_steps = add_lake_steps(mine, cuts);
-        std::sort(cuts.begin(), cuts.end(), cut_order);
+        std::inplace_merge(cuts.begin(), cuts.begin() + kept, cuts.end(), cut_order);
         return cuts;
     }
 

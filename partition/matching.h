@@ -38,6 +38,8 @@ struct LakeView {
     bool none = false;  // no unreliable pixel in the buffer: every corner is kNoLake, no lookups
     // Optional: at and reaches_out of a plaquette's four corners in one call (GlobalLakes::corners).
     std::function<void(int64_t r, int64_t c, int64_t lake[4], bool out[4])> corners;
+    // Optional: at of the eight pixels one dual step away in one call (GlobalLakes::ring).
+    std::function<void(int64_t r, int64_t c, int64_t lake[8])> ring;
 };
 
 // The view of a rank's lakes (held by the caller while the view is used). TESSERA_LAKE_CORNERS=0
@@ -45,8 +47,10 @@ struct LakeView {
 inline LakeView lake_view(const GlobalLakes& lakes) {
     LakeView v{[&lakes](int64_t r, int64_t c) { return lakes.at(r, c); },
                [&lakes](int64_t r, int64_t c) { return lakes.reaches_out(r, c); }, lakes.none(), {}};
-    if (!switch_is("TESSERA_LAKE_CORNERS", "0"))
+    if (!switch_is("TESSERA_LAKE_CORNERS", "0")) {
         v.corners = [&lakes](int64_t r, int64_t c, int64_t lake[4], bool out[4]) { lakes.corners(r, c, lake, out); };
+        v.ring = [&lakes](int64_t r, int64_t c, int64_t lake[8]) { lakes.ring(r, c, lake); };
+    }
     return v;
 }
 

@@ -189,6 +189,50 @@ TEST(Mpi, LakeCornersEqualTheirPixelsLookups) {
     }
 }
 
+// GlobalLakes::ring (section 3.1's eight pixels one dual step from a plaquette, up to two pixels
+// past the own window, from what the neighbours publish) gives the lakes of the whole image
+// labelled in one piece, for every plaquette of every rank's window and every rank grid.
+TEST(Mpi, LakeRingEqualsTheWholeImagesLakes) {
+    const SynthScene s = make_scene("holes", 263, 300, 13);
+    const int64_t H = s.rows, W = s.cols;
+    auto [ih, iw, phase, flags] = testing::scene_input(s, 0.3f);
+    const Window all{0, 0, H, W};
+    Comm alone = Comm::alone();
+    const RegionArrays whole{H, W, all, phase.data(), flags.data(), nullptr, nullptr};
+    const GlobalLakes ref(whole, make_rank_grid(TileGrid(H, W, 32), 1, "", "scene"), alone);
+    Comm comm(MPI_COMM_WORLD);
+    for (const std::string& spec : grids()) {
+        const RankGrid grid = make_rank_grid(TileGrid(H, W, 32), size(), spec, "scene");
+        const Window own = grid.own(rank()), buf = grid.buffer(rank());
+        std::vector<float> ph(static_cast<size_t>(buf.size()));
+        std::vector<uint8_t> fl(static_cast<size_t>(buf.size()));
+        for (int64_t r = 0; r < buf.rows; ++r)
+            for (int64_t c = 0; c < buf.cols; ++c) {
+                const size_t from = static_cast<size_t>((buf.row0 + r) * W + buf.col0 + c), to = static_cast<size_t>(r * buf.cols + c);
+                ph[to] = phase[from], fl[to] = flags[from];
+            }
+        const RegionArrays a{H, W, buf, ph.data(), fl.data(), nullptr, nullptr};
+        const GlobalLakes lakes(a, grid, comm);
+        int64_t outside = 0, mismatches = 0;
+        for (int64_t r = own.row0; r < own.row0 + own.rows && r + 1 < H; ++r)
+            for (int64_t c = own.col0; c < own.col0 + own.cols && c + 1 < W; ++c) {
+                int64_t l[8];
+                lakes.ring(r, c, l);
+                const int64_t at[8][2] = {{r - 1, c}, {r - 1, c + 1}, {r + 2, c}, {r + 2, c + 1},
+                                          {r, c - 1}, {r + 1, c - 1}, {r, c + 2}, {r + 1, c + 2}};
+                for (int j = 0; j < 8; ++j) {
+                    const int64_t pr = at[j][0], pc = at[j][1];
+                    if (pr < 0 || pc < 0 || pr >= H || pc >= W) continue;
+                    const int64_t expect = ref.at(pr, pc);
+                    mismatches += l[j] != expect;
+                    outside += expect != kNoLake && !own.contains(pr, pc);
+                }
+            }
+        EXPECT_EQ(mismatches, 0) << "grid " << spec << " rank " << rank();
+        if (size() > 1) EXPECT_GT(comm.sum(outside), 50) << "grid " << spec;  // lakes past the windows looked up
+    }
+}
+
 // Every rank's region in chunks (pipeline/chunked_stages.h), gathered: bit for bit the one-rank
 // run of the whole image in one piece, for every rank grid and chunk height.
 TEST(Mpi, ChunkedRegionsBitIdenticalToOneRankInOnePiece) {
