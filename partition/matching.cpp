@@ -84,7 +84,7 @@ void add(MatchStats& st, const ClusterStats& c) {
 
 std::vector<Cut> match_residues(std::span<const Residue> owned, const RankGrid& grid, int64_t radius, Comm& comm,
                                 MatchStats& st) {
-    const LakeView none{[](int64_t, int64_t) { return kNoLake; }, [](int64_t, int64_t) { return false; }, true};
+    const LakeView none{[](int64_t, int64_t) { return kNoLake; }, [](int64_t, int64_t) { return false; }, true, {}, {}, true};
     return match_residues(owned, none, grid, radius, comm, st);
 }
 
@@ -111,7 +111,7 @@ ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int6
         if (k > 0 && (y.lake[0] == l || (k > 1 && y.lake[1] == l))) continue;
         if (k < 2) y.lake[k++] = l;
     }
-    if (k < 2) {
+    if (k < 2 && lakes.steps) {
         // Section 3.1: the lakes one dual step away, in ring order; the smallest ids (the ground
         // first) fill the free places.
         struct Near {

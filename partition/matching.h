@@ -40,13 +40,16 @@ struct LakeView {
     std::function<void(int64_t r, int64_t c, int64_t lake[4], bool out[4])> corners;
     // Optional: at of the eight pixels one dual step away in one call (GlobalLakes::ring).
     std::function<void(int64_t r, int64_t c, int64_t lake[8])> ring;
+    // Section 3.1's lakes one dual step away (TESSERA_LAKE_STEPS=0: the corners' only, for A/B studies).
+    bool steps = true;
 };
 
 // The view of a rank's lakes (held by the caller while the view is used). TESSERA_LAKE_CORNERS=0
 // (A/B studies): a lookup a pixel, as before corners().
 inline LakeView lake_view(const GlobalLakes& lakes) {
     LakeView v{[&lakes](int64_t r, int64_t c) { return lakes.at(r, c); },
-               [&lakes](int64_t r, int64_t c) { return lakes.reaches_out(r, c); }, lakes.none(), {}};
+               [&lakes](int64_t r, int64_t c) { return lakes.reaches_out(r, c); }, lakes.none(), {}, {}, true};
+    v.steps = !switch_is("TESSERA_LAKE_STEPS", "0");
     if (!switch_is("TESSERA_LAKE_CORNERS", "0")) {
         v.corners = [&lakes](int64_t r, int64_t c, int64_t lake[4], bool out[4]) { lakes.corners(r, c, lake, out); };
         v.ring = [&lakes](int64_t r, int64_t c, int64_t lake[8]) { lakes.ring(r, c, lake); };
