@@ -219,9 +219,9 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
             trace("far");
         }
         add(st, cs);
-        const auto kept = static_cast<std::ptrdiff_t>(cuts.size());  // in cut_order, as are the steps (residues in id order)
+        // Appended, not merged: rasterising does not need the order, and a merge moved all the
+        // rule's cuts (0.1 s on one thread for 16384² holes' 2.9 M).
         st.lake_steps = add_lake_steps(mine, cuts);
-        std::inplace_merge(cuts.begin(), cuts.begin() + kept, cuts.end(), cut_order);
         return cuts;
     }
 

@@ -70,7 +70,8 @@ ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int6
 int64_t add_lake_steps(std::span<const ClusterResidue> res, std::vector<Cut>& out);
 
 // `owned`: this rank's residues (plaquettes whose top-left pixel it owns), sorted by id.
-// Returns every cut that may cross this rank's edges, sorted by (id_a, id_b); stats are global.
+// Returns every cut that may cross this rank's edges, sorted by (id_a, id_b) (on one rank the
+// rule's cuts so, then the lake steps so: rasterising needs no order); stats are global.
 // `radius`: the largest L1 distance between two residues joined by one cut.
 // `rule`: the form of the rule that decides each set (default: the host's).
 // `far`: section 3.6's far reach after the rule (UnwrapParams::far_reach; TESSERA_FAR_REACH=0 too).

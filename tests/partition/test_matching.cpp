@@ -232,7 +232,8 @@ TEST(Matching, OneRankIsTheSerialRule) {
     ASSERT_GE(steps.size(), 3u);  // residues one step from the band or the inner lake
     const Oracle expect = serial_oracle(res, H, W, 16);
     MatchStats st;
-    const auto got = match_residues(plain, lakes, grid, 16, self, st);
+    auto got = match_residues(plain, lakes, grid, 16, self, st);
+    std::sort(got.begin(), got.end(), cut_order);  // the lake steps come after the rule's cuts on one rank
     EXPECT_EQ(got, joined(with_far_reach(res, expect.cuts, H, W, 16), steps));
     EXPECT_EQ(st.lake_joins, expect.lake_joins);
     EXPECT_GT(st.lake_joins, 0);
@@ -282,8 +283,9 @@ TEST(Matching, ClassesOnThreadsGiveTheSerialCuts) {
         cut_clusters(res, H, W, R, expect, cs);
         std::sort(expect.begin(), expect.end(), cut_order);
         MatchStats st;
-        EXPECT_EQ(match_residues(plain, lakes, grid, R, self, st), joined(with_far_reach(res, expect, H, W, R), step_cuts(res)))
-            << "R " << R;
+        auto got = match_residues(plain, lakes, grid, R, self, st);
+        std::sort(got.begin(), got.end(), cut_order);  // the lake steps come after the rule's cuts on one rank
+        EXPECT_EQ(got, joined(with_far_reach(res, expect, H, W, R), step_cuts(res))) << "R " << R;
         EXPECT_EQ(st.lake_joins, cs.lake_joins);
         EXPECT_GT(cs.pairs, 1000);
         EXPECT_GT(cs.lake_joins, 100);
