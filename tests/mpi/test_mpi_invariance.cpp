@@ -153,6 +153,22 @@ TEST(Mpi, LakesAcrossRanksStayOneComponent) {
     }
 }
 
+// This rank's lakes (GlobalLakes, collective) from the whole image's phase and flags, copied
+// into the rank's buffer (own window and halo) as a region would hold them.
+GlobalLakes rank_lakes(const std::vector<float>& phase, const std::vector<uint8_t>& flags, const RankGrid& grid, Comm& comm) {
+    const int64_t H = grid.tiles.H, W = grid.tiles.W;
+    const Window buf = grid.buffer(rank());
+    std::vector<float> ph(static_cast<size_t>(buf.size()));
+    std::vector<uint8_t> fl(static_cast<size_t>(buf.size()));
+    for (int64_t r = 0; r < buf.rows; ++r)
+        for (int64_t c = 0; c < buf.cols; ++c) {
+            const size_t from = static_cast<size_t>((buf.row0 + r) * W + buf.col0 + c), to = static_cast<size_t>(r * buf.cols + c);
+            ph[to] = phase[from], fl[to] = flags[from];
+        }
+    const RegionArrays a{H, W, buf, ph.data(), fl.data(), nullptr, nullptr};
+    return GlobalLakes(a, grid, comm);
+}
+
 // GlobalLakes::corners (one run search a row) gives what at() and reaches_out() give for each of
 // a plaquette's four pixels, on every rank's window and its halo, for every rank grid.
 TEST(Mpi, LakeCornersEqualTheirPixelsLookups) {
@@ -162,16 +178,8 @@ TEST(Mpi, LakeCornersEqualTheirPixelsLookups) {
     Comm comm(MPI_COMM_WORLD);
     for (const std::string& spec : grids()) {
         const RankGrid grid = make_rank_grid(TileGrid(H, W, 32), size(), spec, "scene");
-        const Window own = grid.own(rank()), buf = grid.buffer(rank());
-        std::vector<float> ph(static_cast<size_t>(buf.size()));
-        std::vector<uint8_t> fl(static_cast<size_t>(buf.size()));
-        for (int64_t r = 0; r < buf.rows; ++r)
-            for (int64_t c = 0; c < buf.cols; ++c) {
-                const size_t from = static_cast<size_t>((buf.row0 + r) * W + buf.col0 + c), to = static_cast<size_t>(r * buf.cols + c);
-                ph[to] = phase[from], fl[to] = flags[from];
-            }
-        const RegionArrays a{H, W, buf, ph.data(), fl.data(), nullptr, nullptr};
-        const GlobalLakes lakes(a, grid, comm);
+        const Window own = grid.own(rank());
+        const GlobalLakes lakes = rank_lakes(phase, flags, grid, comm);
         int64_t on_lakes = 0, mismatches = 0;
         for (int64_t r = own.row0; r < own.row0 + own.rows && r + 1 < H; ++r)
             for (int64_t c = own.col0; c < own.col0 + own.cols && c + 1 < W; ++c) {
@@ -203,16 +211,8 @@ TEST(Mpi, LakeRingEqualsTheWholeImagesLakes) {
     Comm comm(MPI_COMM_WORLD);
     for (const std::string& spec : grids()) {
         const RankGrid grid = make_rank_grid(TileGrid(H, W, 32), size(), spec, "scene");
-        const Window own = grid.own(rank()), buf = grid.buffer(rank());
-        std::vector<float> ph(static_cast<size_t>(buf.size()));
-        std::vector<uint8_t> fl(static_cast<size_t>(buf.size()));
-        for (int64_t r = 0; r < buf.rows; ++r)
-            for (int64_t c = 0; c < buf.cols; ++c) {
-                const size_t from = static_cast<size_t>((buf.row0 + r) * W + buf.col0 + c), to = static_cast<size_t>(r * buf.cols + c);
-                ph[to] = phase[from], fl[to] = flags[from];
-            }
-        const RegionArrays a{H, W, buf, ph.data(), fl.data(), nullptr, nullptr};
-        const GlobalLakes lakes(a, grid, comm);
+        const Window own = grid.own(rank());
+        const GlobalLakes lakes = rank_lakes(phase, flags, grid, comm);
         int64_t outside = 0, mismatches = 0;
         for (int64_t r = own.row0; r < own.row0 + own.rows && r + 1 < H; ++r)
             for (int64_t c = own.col0; c < own.col0 + own.cols && c + 1 < W; ++c) {
