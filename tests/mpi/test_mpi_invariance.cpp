@@ -169,6 +169,13 @@ GlobalLakes rank_lakes(const std::vector<float>& phase, const std::vector<uint8_
     return GlobalLakes(a, grid, comm);
 }
 
+// f(r, c) for every plaquette whose top-left pixel is in `own`.
+template <class F>
+void each_own_plaquette(const Window& own, int64_t H, int64_t W, F f) {
+    for (int64_t r = own.row0; r < own.row0 + own.rows && r + 1 < H; ++r)
+        for (int64_t c = own.col0; c < own.col0 + own.cols && c + 1 < W; ++c) f(r, c);
+}
+
 // GlobalLakes::corners (one run search a row) gives what at() and reaches_out() give for each of
 // a plaquette's four pixels, on every rank's window and its halo, for every rank grid.
 TEST(Mpi, LakeCornersEqualTheirPixelsLookups) {
@@ -178,20 +185,18 @@ TEST(Mpi, LakeCornersEqualTheirPixelsLookups) {
     Comm comm(MPI_COMM_WORLD);
     for (const std::string& spec : grids()) {
         const RankGrid grid = make_rank_grid(TileGrid(H, W, 32), size(), spec, "scene");
-        const Window own = grid.own(rank());
         const GlobalLakes lakes = rank_lakes(phase, flags, grid, comm);
         int64_t on_lakes = 0, mismatches = 0;
-        for (int64_t r = own.row0; r < own.row0 + own.rows && r + 1 < H; ++r)
-            for (int64_t c = own.col0; c < own.col0 + own.cols && c + 1 < W; ++c) {
-                int64_t l[4];
-                bool o[4];
-                lakes.corners(r, c, l, o);
-                for (int j = 0; j < 4; ++j) {
-                    const int64_t lr = r + j / 2, lc = c + j % 2, expect = lakes.at(lr, lc);
-                    if (l[j] != expect || (expect != kNoLake && o[j] != lakes.reaches_out(lr, lc))) ++mismatches;
-                    on_lakes += expect != kNoLake;
-                }
+        each_own_plaquette(grid.own(rank()), H, W, [&](int64_t r, int64_t c) {
+            int64_t l[4];
+            bool o[4];
+            lakes.corners(r, c, l, o);
+            for (int j = 0; j < 4; ++j) {
+                const int64_t lr = r + j / 2, lc = c + j % 2, expect = lakes.at(lr, lc);
+                if (l[j] != expect || (expect != kNoLake && o[j] != lakes.reaches_out(lr, lc))) ++mismatches;
+                on_lakes += expect != kNoLake;
             }
+        });
         EXPECT_EQ(mismatches, 0) << "grid " << spec << " rank " << rank();
         EXPECT_GT(comm.sum(on_lakes), 1000) << "grid " << spec;  // the scene has lakes to look up
     }
@@ -214,22 +219,23 @@ TEST(Mpi, LakeRingEqualsTheWholeImagesLakes) {
         const Window own = grid.own(rank());
         const GlobalLakes lakes = rank_lakes(phase, flags, grid, comm);
         int64_t outside = 0, mismatches = 0;
-        for (int64_t r = own.row0; r < own.row0 + own.rows && r + 1 < H; ++r)
-            for (int64_t c = own.col0; c < own.col0 + own.cols && c + 1 < W; ++c) {
-                int64_t l[8];
-                lakes.ring(r, c, l);
-                const int64_t at[8][2] = {{r - 1, c}, {r - 1, c + 1}, {r + 2, c}, {r + 2, c + 1},
-                                          {r, c - 1}, {r + 1, c - 1}, {r, c + 2}, {r + 1, c + 2}};
-                for (int j = 0; j < 8; ++j) {
-                    const int64_t pr = at[j][0], pc = at[j][1];
-                    if (pr < 0 || pc < 0 || pr >= H || pc >= W) continue;
-                    const int64_t expect = ref.at(pr, pc);
-                    mismatches += l[j] != expect;
-                    outside += expect != kNoLake && !own.contains(pr, pc);
-                }
+        each_own_plaquette(own, H, W, [&](int64_t r, int64_t c) {
+            int64_t l[8];
+            lakes.ring(r, c, l);
+            const int64_t at[8][2] = {{r - 1, c}, {r - 1, c + 1}, {r + 2, c}, {r + 2, c + 1},
+                                      {r, c - 1}, {r + 1, c - 1}, {r, c + 2}, {r + 1, c + 2}};
+            for (int j = 0; j < 8; ++j) {
+                const int64_t pr = at[j][0], pc = at[j][1];
+                if (pr < 0 || pc < 0 || pr >= H || pc >= W) continue;
+                const int64_t expect = ref.at(pr, pc);
+                mismatches += l[j] != expect;
+                outside += expect != kNoLake && !own.contains(pr, pc);
             }
+        });
         EXPECT_EQ(mismatches, 0) << "grid " << spec << " rank " << rank();
-        if (size() > 1) EXPECT_GT(comm.sum(outside), 50) << "grid " << spec;  // lakes past the windows looked up
+        if (size() > 1) {
+            EXPECT_GT(comm.sum(outside), 50) << "grid " << spec;  // lakes past the windows looked up
+        }
     }
 }
 

@@ -78,7 +78,9 @@ TEST_P(SynthCase, EveryOpenEdgeAgreesWithItsWrapCount) {
         EXPECT_EQ(c.incongruent, 0) << "min coherence " << min_coh;
         EXPECT_GT(c.checked, s.rows * s.cols / 2);
         // The lakes' one-step cuts (section 3.1) are among the cuts checked here.
-        if (std::string(GetParam()) == "holes") EXPECT_GT(r.stats.lake_steps, 0) << "min coherence " << min_coh;
+        if (std::string(GetParam()) == "holes") {
+            EXPECT_GT(r.stats.lake_steps, 0) << "min coherence " << min_coh;
+        }
         const testing::CorrectionCheck cc = testing::check_cycle_correction(phi, r.u, r.flags, r.label, s.rows, s.cols);
         EXPECT_EQ(cc.wrong, 0) << "min coherence " << min_coh;
         EXPECT_EQ(cc.corrected, r.stats.corrected);
