@@ -112,8 +112,7 @@ ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int6
         if (k < 2) y.lake[k++] = l;
     }
     if (k < 2 && lakes.steps) {
-        // Section 3.1: the lakes one dual step away, in ring order; the smallest ids (the ground
-        // first) fill the free places.
+        // Section 3.1: the ground one dual step away (a grounded lake), by its first step in ring order.
         struct Near {
             int64_t lake;
             LakeStep step;
@@ -137,7 +136,9 @@ ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int6
             if (!need[j]) continue;
             const int64_t pr = ring[j][0], pc = ring[j][1];
             const int64_t l = lakes.ring ? ring_lake[j] : lakes.at(pr, pc);
-            if (l == kNoLake || (k > 0 && y.lake[0] == l) || (k > 1 && y.lake[1] == l)) continue;
+            // The ground only: a step into an inner lake (a lone unreliable pixel) charges it and
+            // pulled residues from their pairs (salt-and-pepper nodata: 2-3x the wrong pixels).
+            if (l != kGroundedLake || (k > 0 && y.lake[0] == l) || (k > 1 && y.lake[1] == l)) continue;
             bool seen = false;
             for (int i = 0; i < n; ++i) seen = seen || near[i].lake == l;
             if (!seen) near[n++] = {l, static_cast<LakeStep>(kStepUp + j / 2), pr, pc};

@@ -63,8 +63,8 @@ using ClusterRule = void (*)(std::span<const ClusterResidue> res, int64_t H, int
                              std::vector<Cut>& out, ClusterStats& stats);
 
 // Residue x with the lakes it touches (section 3.1: at most two, ascending; those at its
-// plaquette's corners, then those one dual step away); reaches_out: one of them may reach past
-// the own window. H x W: the image.
+// plaquette's corners, then the ground one dual step away); reaches_out: one of them may reach
+// past the own window. H x W: the image.
 ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int64_t H, int64_t W, bool& reaches_out);
 // The one-step cuts that make x's lakes one step away touch it (section 3.1), appended to `out`.
 int64_t add_lake_steps(std::span<const ClusterResidue> res, std::vector<Cut>& out);

@@ -100,8 +100,8 @@ Oracle serial_oracle(const std::vector<ClusterResidue>& res, int64_t H, int64_t 
 using Case = testing::ResidueCase;
 
 // Section 3.1, written again: the lakes x touches are those at its plaquette's corners, then, while
-// fewer than two, those at the corners of the plaquettes one dual step away (up, down, left,
-// right), the smallest ids first, each reached by its first such step; ascending.
+// fewer than two, the ground if a grounded lake lies at a corner of a plaquette one dual step away
+// (up, down, left, right), reached by its first such step; ascending.
 template <class At>
 ClusterResidue touching_lakes(const Residue& x, At at, int64_t H, int64_t W) {
     auto lake = [&](int64_t r, int64_t c) { return r < 0 || c < 0 || r >= H || c >= W ? kNoLake : at(r, c); };
@@ -117,7 +117,7 @@ ClusterResidue touching_lakes(const Residue& x, At at, int64_t H, int64_t W) {
     for (int s = 0; s < 4; ++s)
         for (int j = 0; j < 4; ++j) {
             const int64_t l = lake(x.r + dr[s] + j / 2, x.c + dc[s] + j % 2);
-            if (l == kNoLake || std::find(mine.begin(), mine.end(), l) != mine.end()) continue;
+            if (l != kGroundedLake || std::find(mine.begin(), mine.end(), l) != mine.end()) continue;
             if (std::none_of(near.begin(), near.end(), [&](const auto& n) { return n.first == l; })) near.push_back({l, steps[s]});
         }
     std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -229,7 +229,7 @@ TEST(Matching, OneRankIsTheSerialRule) {
     std::vector<ClusterResidue> res;
     for (const Residue& x : plain) res.push_back(touching_lakes(x, lakes.at, H, W));
     const std::vector<Cut> steps = step_cuts(res);
-    ASSERT_GE(steps.size(), 3u);  // residues one step from the band or the inner lake
+    ASSERT_GE(steps.size(), 3u);  // residues one step from the grounded band
     const Oracle expect = serial_oracle(res, H, W, 16);
     MatchStats st;
     auto got = match_residues(plain, lakes, grid, 16, self, st);
