@@ -122,7 +122,7 @@ void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& 
     std::printf("  size %lld x %lld (rows x cols), %lld valid pixels, %lld tiles of %lld\n",
                 static_cast<long long>(r.rows), static_cast<long long>(r.cols), static_cast<long long>(r.valid),
                 static_cast<long long>(r.tiles), static_cast<long long>(o.tile_size));
-    std::printf("  residues %lld: %lld pair cuts, %lld ground cuts, %lld discharged into lakes, %lld one-step cuts to a lake\n",
+    std::printf("  residues %lld: %lld pair cuts, %lld ground cuts, %lld discharged into lakes, %lld one-step cuts to the ground\n",
                 static_cast<long long>(r.residues), static_cast<long long>(r.pairs),
                 static_cast<long long>(r.ground_cuts), static_cast<long long>(r.lake_joins), static_cast<long long>(r.lake_steps));
     std::printf("  components %lld, labelled %lld (min size %lld), largest %lld pixels, conflicts %lld, "

@@ -13,7 +13,7 @@ namespace tessera {
 
 // A residue and the (at most two) lakes it touches: a lake id (its smallest global pixel index),
 // kGroundedLake, or kNoLake; lake[0] <= lake[1] when both set. A lake touches the residue at a
-// corner of its plaquette (step kTouch) or one dual step away (section 3.1: the step's edge is
+// corner of its plaquette (step kTouch) or, the ground only, one dual step away (section 3.1: the step's edge is
 // blocked whatever the rule decides, so the lake touches it from then on).
 enum LakeStep : uint8_t { kTouch = 0, kStepUp, kStepDown, kStepLeft, kStepRight };
 struct ClusterResidue {

@@ -21,7 +21,7 @@ namespace tessera {
 struct MatchStats {
     int64_t residues = 0;
     int64_t pairs = 0, ground_cuts = 0, lake_joins = 0;
-    int64_t lake_steps = 0;  // one-step cuts to a lake one dual step from a residue (section 3.1)
+    int64_t lake_steps = 0;  // one-step cuts to the ground one dual step from a residue (section 3.1)
     int64_t shared = 0;  // residues decided on every rank (their set reaches a rank border)
     int64_t far_residues = 0;  // residues of the components that reached again (section 3.6)
 };
@@ -66,7 +66,7 @@ using ClusterRule = void (*)(std::span<const ClusterResidue> res, int64_t H, int
 // plaquette's corners, then the ground one dual step away); reaches_out: one of them may reach
 // past the own window. H x W: the image.
 ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int64_t H, int64_t W, bool& reaches_out);
-// The one-step cuts that make x's lakes one step away touch it (section 3.1), appended to `out`.
+// The one-step cuts that make the ground one step away touch x (section 3.1), appended to `out`.
 int64_t add_lake_steps(std::span<const ClusterResidue> res, std::vector<Cut>& out);
 
 // `owned`: this rank's residues (plaquettes whose top-left pixel it owns), sorted by id.

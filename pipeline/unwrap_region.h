@@ -35,7 +35,7 @@ struct UnwrapParams {
 struct RegionStats {  // global counts (the same on every rank)
     int64_t tiles = 0, residues = 0, pairs = 0, ground_cuts = 0;
     int64_t lake_joins = 0;  // residues discharged into a lake (no cut)
-    int64_t lake_steps = 0;  // one-step cuts to a lake one dual step away (section 3.1)
+    int64_t lake_steps = 0;  // one-step cuts to the ground one dual step away (section 3.1)
     int64_t shared = 0;      // residues whose cut cluster was decided on every rank
     int64_t components = 0, labelled = 0, largest = 0;
     int64_t conflicts = 0;    // must be 0 (section 3)
