@@ -111,14 +111,9 @@ ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int6
         if (k > 0 && (y.lake[0] == l || (k > 1 && y.lake[1] == l))) continue;
         if (k < 2) y.lake[k++] = l;
     }
-    if (k < 2 && lakes.steps) {
-        // Section 3.1: the ground one dual step away (a grounded lake), by its first step in ring order.
-        struct Near {
-            int64_t lake;
-            LakeStep step;
-            int64_t r, c;
-        } near[8];
-        int n = 0;
+    // Section 3.1: the ground one dual step away (a grounded lake), by its first step in ring
+    // order; a residue that touches the ground already takes none.
+    if (k < 2 && lakes.steps && !(k == 1 && y.lake[0] == kGroundedLake)) {
         const int64_t r = x.r, c = x.c;
         const int64_t ring[8][2] = {{r - 1, c}, {r - 1, c + 1}, {r + 2, c}, {r + 2, c + 1},
                                     {r, c - 1}, {r + 1, c - 1}, {r, c + 2}, {r + 1, c + 2}};
@@ -135,18 +130,12 @@ ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int6
         for (int j = 0; j < 8 && any; ++j) {
             if (!need[j]) continue;
             const int64_t pr = ring[j][0], pc = ring[j][1];
-            const int64_t l = lakes.ring ? ring_lake[j] : lakes.at(pr, pc);
             // The ground only: a step into an inner lake (a lone unreliable pixel) charges it and
             // pulled residues from their pairs (salt-and-pepper nodata: 2-3x the wrong pixels).
-            if (l != kGroundedLake || (k > 0 && y.lake[0] == l) || (k > 1 && y.lake[1] == l)) continue;
-            bool seen = false;
-            for (int i = 0; i < n; ++i) seen = seen || near[i].lake == l;
-            if (!seen) near[n++] = {l, static_cast<LakeStep>(kStepUp + j / 2), pr, pc};
-        }
-        std::stable_sort(near, near + n, [](const Near& a, const Near& b) { return a.lake < b.lake; });
-        for (int i = 0; i < n && k < 2; ++i) {
-            y.lake[k] = near[i].lake, y.step[k] = near[i].step, ++k;
-            reaches_out = reaches_out || lakes.reaches_out(near[i].r, near[i].c);
+            if ((lakes.ring ? ring_lake[j] : lakes.at(pr, pc)) != kGroundedLake) continue;
+            y.lake[k] = kGroundedLake, y.step[k] = static_cast<LakeStep>(kStepUp + j / 2), ++k;
+            reaches_out = reaches_out || lakes.reaches_out(pr, pc);
+            break;
         }
     }
     if (k == 2 && y.lake[1] < y.lake[0]) std::swap(y.lake[0], y.lake[1]), std::swap(y.step[0], y.step[1]);

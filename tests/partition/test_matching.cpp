@@ -111,19 +111,18 @@ ClusterResidue touching_lakes(const Residue& x, At at, int64_t H, int64_t W) {
     for (int j = 0; j < 4; ++j)
         if (const int64_t l = lake(x.r + j / 2, x.c + j % 2); l != kNoLake && std::find(mine.begin(), mine.end(), l) == mine.end())
             mine.push_back(l);
-    std::vector<std::pair<int64_t, LakeStep>> near;  // (lake, its first step)
-    const LakeStep steps[4] = {kStepUp, kStepDown, kStepLeft, kStepRight};
-    const int dr[4] = {-1, 1, 0, 0}, dc[4] = {0, 0, -1, 1};
-    for (int s = 0; s < 4; ++s)
-        for (int j = 0; j < 4; ++j) {
-            const int64_t l = lake(x.r + dr[s] + j / 2, x.c + dc[s] + j % 2);
-            if (l != kGroundedLake || std::find(mine.begin(), mine.end(), l) != mine.end()) continue;
-            if (std::none_of(near.begin(), near.end(), [&](const auto& n) { return n.first == l; })) near.push_back({l, steps[s]});
-        }
-    std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<std::pair<int64_t, LakeStep>> all;
     for (int64_t l : mine) all.push_back({l, kTouch});
-    for (const auto& n : near) all.push_back(n);
+    // The ground one step away, by the first step (up, down, left, right) whose plaquette touches it.
+    const LakeStep steps[4] = {kStepUp, kStepDown, kStepLeft, kStepRight};
+    const int dr[4] = {-1, 1, 0, 0}, dc[4] = {0, 0, -1, 1};
+    bool grounded = std::find(mine.begin(), mine.end(), kGroundedLake) != mine.end();
+    for (int s = 0; s < 4 && all.size() < 2 && !grounded; ++s)
+        for (int j = 0; j < 4 && !grounded; ++j)
+            if (lake(x.r + dr[s] + j / 2, x.c + dc[s] + j % 2) == kGroundedLake) {
+                all.push_back({kGroundedLake, steps[s]});
+                grounded = true;
+            }
     all.resize(std::min<size_t>(all.size(), 2));
     std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (size_t k = 0; k < all.size(); ++k) y.lake[k] = all[k].first, y.step[k] = all[k].second;
