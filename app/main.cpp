@@ -125,6 +125,13 @@ void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& 
     std::printf("  residues %lld: %lld pair cuts, %lld ground cuts, %lld discharged into lakes, %lld one-step cuts to the ground\n",
                 static_cast<long long>(r.residues), static_cast<long long>(r.pairs),
                 static_cast<long long>(r.ground_cuts), static_cast<long long>(r.lake_joins), static_cast<long long>(r.lake_steps));
+    if (o.guide_window > 1)
+        std::printf("  the phase unwrapped through its %dx%d guide (docs/ARCHITECTURE.md 2.1): the residues and cuts are the guide's\n",
+                    o.guide_window, o.guide_window);
+    else if (r.valid > 0 && 20 * r.residues > r.valid)  // 5 %: few-look noise; the synthetic scenes stay below 2 %
+        std::printf("  residues on %.1f %% of the valid pixels: a noisy phase; --guide-window 5 may unwrap it better "
+                    "(docs/ARCHITECTURE.md 2.1)\n",
+                    100.0 * static_cast<double>(r.residues) / static_cast<double>(r.valid));
     std::printf("  components %lld, labelled %lld (min size %lld), largest %lld pixels, conflicts %lld, "
                 "%lld pixels' cycles corrected\n",
                 static_cast<long long>(r.components), static_cast<long long>(r.labelled),
@@ -179,6 +186,11 @@ int main(int argc, char** argv) {
     unwrap->add_flag("!--no-cycle-correction", uo.correct_cycles,
                      "leave each pixel's cycles as the cuts give them (no correction from the median of its neighbours within two pixels; "
                      "docs/ARCHITECTURE.md 4.1)");
+    unwrap->add_option("--guide-window", uo.guide_window,
+                       "N (odd): for a noisy phase (few looks), unwrap the argument of its N x N averaged phasors first, "
+                       "then give each pixel the cycle that brings it nearest that (docs/ARCHITECTURE.md 2.1); 0: none")
+        ->capture_default_str()
+        ->check(CLI::Range(0, tessera::kMaxGuideWindow));
     unwrap->add_option("--reference", reference, "ROW COL: pixel whose component gets k = 0 there")->expected(2)
         ->allow_extra_args(false);
     unwrap->add_option("--min-component-size", uo.min_component_size, "components smaller than this get label 0")
@@ -233,7 +245,7 @@ int main(int argc, char** argv) {
     std::string synth_case = "topo", synth_size = "1024x1024", synth_dir;
     uint64_t synth_seed = 1;
     auto* synth = app.add_subcommand("synth", "write a synthetic scene with known truth as GeoTIFFs");
-    synth->add_option("--case", synth_case, "bowl | topo | holes | fringes | all")->capture_default_str();
+    synth->add_option("--case", synth_case, "bowl | topo | holes | fringes | all (these four) | noisy")->capture_default_str();
     synth->add_option("--size", synth_size, "ROWSxCOLS")->capture_default_str();
     synth->add_option("--seed", synth_seed, "random seed")->capture_default_str();
     synth->add_option("OUT_DIR", synth_dir, "output directory (created if missing)")->required();

@@ -217,6 +217,24 @@ inline float wrap_f(double x) {
 
 inline double clamp01(double v) { return v < 0.0 ? 0.0 : (v > 1.0 ? 1.0 : v); }
 
+// atan2(y, x) in (-pi, pi] from + - * / and sqrt only (IEEE-exact), so the same bits on any
+// machine: two half-angle steps take |t| <= 1 below tan(pi/16), then 12 terms of the series
+// (error below 1e-13).
+inline double datan2(double y, double x) {
+    if (x == 0.0 && y == 0.0) return 0.0;
+    const double ax = std::fabs(x), ay = std::fabs(y);
+    double t = ay <= ax ? ay / ax : ax / ay;  // [0, 1]
+    t = t / (1.0 + std::sqrt(1.0 + t * t));
+    t = t / (1.0 + std::sqrt(1.0 + t * t));
+    const double t2 = t * t;
+    double sum = 0.0;
+    for (int k = 23; k >= 1; k -= 2) sum = ((k / 2) % 2 ? -1.0 : 1.0) / k + t2 * sum;
+    double a = 4.0 * t * sum;  // atan of the [0, 1] ratio
+    if (ay > ax) a = kPi / 2.0 - a;
+    if (x < 0.0) a = kPi - a;
+    return y < 0.0 ? -a : a;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Fractal value noise: octaves of lattice values in [-1, 1) interpolated with the quintic fade,
 // amplitude halving and cell size halving per octave. Evaluated a row at a time: the lattice is
@@ -363,7 +381,7 @@ struct CohTexture {
         : fr(seed, case_id, kCoh, rows, cols, std::max(rows, cols) / 3.0, 4, 8.0) {}
 };
 
-constexpr uint64_t kCaseBowl = 1, kCaseTopo = 2, kCaseHoles = 3, kCaseFringes = 4;
+constexpr uint64_t kCaseBowl = 1, kCaseTopo = 2, kCaseHoles = 3, kCaseFringes = 4, kCaseNoisy = 5;
 
 // ---------------------------------------------------------------------------------------------
 // bowl: Gaussian deformation bowls + ramp, noise std 0.15, coherence 0.90-0.95.
@@ -638,6 +656,46 @@ void make_fringes(SynthScene& sc, uint64_t seed) {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// noisy: topo's topography under a smooth coherence field (0.1-0.95) and the phase noise of a
+// two-look interferogram drawn as such (two products of correlated circular Gaussian pairs):
+// residues on about a tenth of the pixels, the regime of docs/ARCHITECTURE.md 2.1's guide.
+
+void make_noisy(SynthScene& sc, uint64_t seed) {
+    make_topo(sc, seed, false);  // the truth; its coherence and wrapped phase are replaced
+    const int64_t H = sc.rows, W = sc.cols;
+    CohTexture tex(seed, kCaseNoisy, H, W);
+    const double inv_tex = 1.0 / tex.fr.amp_sum();
+    constexpr int kLooks = 2;
+#pragma omp parallel
+    {
+        std::vector<float> s(static_cast<size_t>(tex.fr.scratch_size()));
+        std::vector<double> z(static_cast<size_t>(4 * kLooks * W));
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < H; ++r) {
+            for (int j = 0; j < 4 * kLooks; ++j)
+                gauss_row(stream_key(seed, kCaseNoisy, kNoise + 100 + j), static_cast<uint64_t>(r * W), W, z.data() + j * W);
+            float* g = sc.coherence.data() + r * W;
+            float* w = sc.wrapped.data() + r * W;
+            const float* t = sc.truth.data() + r * W;
+            tex.fr.row(r, W, g, s.data());
+            for (int64_t c = 0; c < W; ++c) {
+                const double coh = std::clamp(0.62 + 0.75 * (g[c] * inv_tex), 0.1, 0.95);
+                const double q = std::sqrt(1.0 - coh * coh);
+                double re = 0.0, im = 0.0;  // sum over looks of s1 * conj(coh s1 + q n)
+                for (int l = 0; l < kLooks; ++l) {
+                    const double* zl = z.data() + 4 * l * W;
+                    const double a = zl[c], b = zl[W + c], nr = zl[2 * W + c], ni = zl[3 * W + c];
+                    const double cr = coh * a + q * nr, ci = coh * b + q * ni;
+                    re += a * cr + b * ci, im += b * cr - a * ci;
+                }
+                g[c] = static_cast<float>(coh);
+                w[c] = wrap_f(static_cast<double>(t[c]) + datan2(im, re));
+            }
+        }
+    }
+}
+
 }  // namespace
 
 const std::vector<std::string>& synth_case_names() {
@@ -647,9 +705,9 @@ const std::vector<std::string>& synth_case_names() {
 
 SynthScene make_scene(const std::string& name, int64_t rows, int64_t cols, uint64_t seed) {
     const auto& names = synth_case_names();
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
+    if (name != "noisy" && std::find(names.begin(), names.end(), name) == names.end()) {
         throw std::invalid_argument("unknown synthetic case '" + name +
-                                    "' (expected bowl, topo, holes or fringes)");
+                                    "' (expected bowl, topo, holes, fringes or noisy)");
     }
     if (rows < 2 || cols < 2) {
         throw std::invalid_argument("synthetic scene must be at least 2x2, got " +
@@ -673,6 +731,8 @@ SynthScene make_scene(const std::string& name, int64_t rows, int64_t cols, uint6
         make_topo(sc, seed, false);
     } else if (name == "holes") {
         make_topo(sc, seed, true);
+    } else if (name == "noisy") {
+        make_noisy(sc, seed);
     } else {
         make_fringes(sc, seed);
     }

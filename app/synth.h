@@ -8,7 +8,9 @@ namespace tessera {
 
 // Cases: "bowl" (smooth deformation bowls + ramp, light noise), "topo" (fractal
 // topography, coherence-dependent noise), "holes" (topo plus decorrelated holes
-// and a nodata river cutting the scene), "fringes" (noisy concentric fringes).
+// and a nodata river cutting the scene), "fringes" (noisy concentric fringes); and "noisy"
+// (topo's topography with the noise of a two-look interferogram under a smooth coherence field),
+// which is not one of synth_case_names' four (`--case all`).
 struct SynthScene {
     std::string name;
     int64_t rows = 0, cols = 0;

@@ -31,6 +31,7 @@
 #include "io/png_writer.h"
 #include "io/result_sink.h"
 #include "io/scratch_file.h"
+#include "pipeline/guided_source.h"
 #include "io/raster_reader.h"
 #include "backend/backend.h"
 #include "pipeline/chunk_plan.h"
@@ -337,6 +338,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
 
     // --- inputs and their checks (section 7), agreed on by every rank ---
     std::unique_ptr<PhaseSource> owned;
+    std::unique_ptr<GuidedSource> guided;  // --guide-window: the run reads the guide in the phase's place
     const PhaseSource* in = given;
     RankGrid grid;
     agree(comm, [&] {
@@ -346,6 +348,13 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
             owned = gdal_phase_source(opt.input, opt.band, opt.coherence, opt.mask, static_cast<float>(opt.min_coherence),
                                       coh_band, mask_band);
             in = owned.get();
+        }
+        if (opt.guide_window > 1 && (opt.guide_window % 2 == 0 || opt.guide_window > kMaxGuideWindow))
+            throw InputError(opt.input, "--guide-window " + std::to_string(opt.guide_window) +
+                                            " must be 0 (none) or odd, from 3 to " + std::to_string(kMaxGuideWindow));
+        if (opt.guide_window > 1) {
+            guided = std::make_unique<GuidedSource>(*in, opt.guide_window);  // section 2.1
+            in = guided.get();
         }
         const RasterInfo& info = in->info();
         if (info.rows < 2 || info.cols < 2)
@@ -455,6 +464,10 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         };
         std::vector<Residue> res;
         st = ops.unwrap_region(a, grid, comm, params, opt.save_residues ? &res : nullptr, stage_hook, read_stage);
+        if (guided) {
+            agree(comm, [&] { guided->project(a, own); });
+            stage_done("guide");
+        }
         if (opt.reference) {
             // MintPy's convention (REF_Y/REF_X): u = 0 at the reference pixel, the same constant
             // subtracted from every valid pixel (the integer k keep k = 0 there).
@@ -507,6 +520,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                     const int64_t i = a.index(opt.reference->first, opt.reference->second);
                     tally.ref_unreliable = (a.flags[i] & kUnreliable) != 0;
                     u_ref = a.phase[i] + kTwoPiF * 0.0f;  // section 4's u at k = 0, as apply computes it
+                    if (guided) u_ref = guided->project_one(u_ref, opt.reference->first, opt.reference->second);
                 }
             } catch (...) {
                 if (!read_error) read_error = std::current_exception();
@@ -519,6 +533,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         };
         std::vector<Residue> res;
         const ChunkSink sink = [&](const RegionArrays& a, const Window& cw, int label_bytes) {
+            if (cw.rows > 0 && guided) guided->project(a, cw);
             if (cw.rows > 0 && opt.reference) subtract_reference(a.phase, a, cw, u_ref);
             const ResultParts parts(a, cw, label_bytes, opt, res);
             sinks[0]->write(parts.window);

@@ -21,6 +21,8 @@ struct MemoryResult;  // io/result_sink.h
 
 namespace tessera {
 
+inline constexpr int kMaxGuideWindow = 99;  // --guide-window's largest side
+
 struct UnwrapOptions {
     std::string input, output;
     std::string coherence, mask, geotiff;  // empty = none
@@ -36,6 +38,7 @@ struct UnwrapOptions {
     int64_t max_pair_distance = 16;  // --cut-radius
     bool correct_cycles = true;      // not --no-cycle-correction (section 4.1)
     bool far_reach = true;           // not --no-far-reach (section 3.6)
+    int guide_window = 0;            // --guide-window N: unwrap the N x N guide (section 2.1); 0 or 1: none
     std::optional<std::pair<int64_t, int64_t>> reference;
     int64_t min_component_size = 100;
     double min_coherence = 0.0;
