@@ -118,6 +118,15 @@ class Scenes(unittest.TestCase):
             self.assertEqual((f.attrs["far_reach"], f.attrs["pair_cuts"], f.attrs["ground_cuts"]), (1, 1, 0))
             self.assertEqual((g.attrs["far_reach"], g.attrs["pair_cuts"], g.attrs["ground_cuts"]), (0, 0, 2))
 
+    # Section 2.1: the guide of a noisy phase, as the command line's, in one piece and in chunks.
+    def test_guide_window_as_the_command_line(self):
+        want = cli_unwrap(self.wrapped_tif, self.path("cli_guide.h5"), "--guide-window", "5", "--tile-size", "32")
+        assert_same_bits(self, tessera.unwrap(self.phase, guide_window=5, tile_size=32), want)
+        assert_same_bits(self, tessera.unwrap(self.phase, guide_window=5, chunk_rows=64), want)
+        self.assertGreater(np.count_nonzero(want[0] != tessera.unwrap(self.phase)[0]), 0)
+        with self.assertRaisesRegex(ValueError, "guide_window 4"):
+            tessera.unwrap(self.phase, guide_window=4)
+
     def test_chunks_as_the_command_line(self):
         want = cli_unwrap(self.wrapped_tif, self.path("cli_chunks.h5"), "--coherence", self.coherence_tif,
                           "--min-coherence", "0.3", "--tile-size", "32", "--chunk-rows", "64")
