@@ -48,7 +48,8 @@ except ImportError:  # e.g. a pyenv python3 first on PATH: Debian's python3-nump
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIN_COH = 0.3
 CASES = ["bowl", "topo", "holes", "fringes"]
-SEEDS = {"bowl": 1301, "topo": 1302, "holes": 1303, "fringes": 1304, "lakes": 1305}
+EXTRA_CASES = ["noisy"]  # `tessera synth --case noisy` (two looks; docs/ARCHITECTURE.md 2.1): only when asked
+SEEDS = {"bowl": 1301, "topo": 1302, "holes": 1303, "fringes": 1304, "lakes": 1305, "noisy": 1306}
 GP = [  # name, cols, rows, has truth (with mask and corr)
     ("longs", 152, 458, True), ("isola", 157, 458, True),
     ("head", 256, 256, False), ("knee", 256, 256, False), ("ifsar", 512, 512, False),
@@ -158,6 +159,32 @@ class Tools:
         os.remove(lab)
         return sec, unw, components, residues, "ok"
 
+    def snaphu(self, d, tag, phase_raw, rows, cols, mask_u8=None, coh_raw=None):
+        """SNAPHU -s on the raw phase (NaN -> 0 and masked, as goldstein's NaN), its correlation from
+        the coherence raster when the run has one; its output is finite everywhere (no components)."""
+        ph = np.fromfile(phase_raw, dtype="<f4")
+        valid = np.isfinite(ph)
+        if mask_u8:
+            valid &= np.fromfile(mask_u8, dtype=np.uint8) != 0
+        inp = os.path.join(d, f"{tag}_in.f32")
+        np.where(valid, ph, np.float32(0)).astype(np.float32).tofile(inp)
+        msk = os.path.join(d, f"{tag}_mask.u8")
+        valid.astype(np.uint8).tofile(msk)
+        out = os.path.join(d, f"{tag}_unw.f32")
+        cmd = [self.a.snaphu, inp, str(cols), "-s", "-C", "INFILEFORMAT FLOAT_DATA", "-C", "OUTFILEFORMAT FLOAT_DATA",
+               "-M", msk, "-o", out]
+        if coh_raw:
+            cmd += ["-c", coh_raw, "-C", "CORRFILEFORMAT FLOAT_DATA"]
+        sec, p = timed(cmd)
+        os.remove(inp)
+        os.remove(msk)
+        if p.returncode != 0 or not os.path.exists(out):
+            return sec, None, f"exit {p.returncode}: {p.stderr.strip()[-200:]}"
+        # Masked pixels are invalid in the others' outputs: NaN here too.
+        u = np.fromfile(out, dtype="<f4")
+        np.where(valid, u, np.float32(np.nan)).astype(np.float32).tofile(out)
+        return sec, out, "ok"
+
     def goldstein(self, d, tag, phase_raw, rows, cols, mask_u8=None):
         out = os.path.join(d, f"{tag}_unw.f32")
         cmd = [self.gold_bin, phase_raw, str(rows), str(cols), out]
@@ -176,11 +203,17 @@ def run_scene(tools, rows_out, scene, size, d, rows, cols, phase, coh, mask, gol
     truth: raw float32 or None; the score masks coherence < 0.3 of score_coh (default: coh)."""
     score_coh = score_coh or coh
     a = tools.a
-    for tool, binary in (("tessera after", a.after), ("tessera before", a.before), ("goldstein", None)):
+    tools_run = [("tessera after", a.after), ("tessera before", a.before), ("goldstein", None)]
+    if a.snaphu:
+        tools_run.append(("snaphu -s", "snaphu"))
+    for tool, binary in tools_run:
         if binary == "none":  # --before none: no earlier build to compare
             continue
-        tag = tool.replace(" ", "_")
-        if binary:
+        tag = tool.replace(" ", "_").replace("-", "")
+        if binary == "snaphu":
+            sec, unw, status = tools.snaphu(d, tag, gold_phase, rows, cols, gold_mask, score_coh if coh else None)
+            res = comps = None
+        elif binary:
             extra = shlex.split(a.after_args if tool == "tessera after" else a.before_args)
             env = dict(kv.split("=", 1) for kv in shlex.split(a.before_env)) if tool == "tessera before" else None
             sec, unw, comps, res, status = tools.tessera(binary, d, tag, phase, rows, cols, coh, mask, extra, env)
@@ -197,7 +230,7 @@ def run_scene(tools, rows_out, scene, size, d, rows, cols, phase, coh, mask, gol
             elif binary is None:
                 # no truth: the output regions still count (score against the output itself)
                 row.update(tools.score(unw, unw, rows, cols))
-            if binary is None:
+            if binary is None or binary == "snaphu":
                 comps = row.get("output_regions_ge100")
             os.remove(unw)
         row["components"] = comps
@@ -334,7 +367,10 @@ def main():
     ap.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096])
     ap.add_argument("--lake-sizes", type=int, nargs="*", default=None,
                     help="sizes of the lake scene (default: the --sizes <= 2048)")
-    ap.add_argument("--cases", nargs="+", default=CASES, choices=CASES)
+    ap.add_argument("--cases", nargs="+", default=CASES, choices=CASES + EXTRA_CASES)
+    ap.add_argument("--snaphu", default=None,
+                    help="a SNAPHU binary (not part of tessera: built from its sources by whoever runs this) "
+                         "run as a fourth tool, `-s` (smooth mode), its correlation input from the coherence")
     ap.add_argument("--no-gp", action="store_true", help="leave out the Ghiglia & Pritt scenes")
     ap.add_argument("--after", default=os.path.join(ROOT, "build", "tessera"))
     ap.add_argument("--before", default="/work/before/tessera", help="an earlier build, or none")
@@ -380,14 +416,17 @@ def main():
 
     nproc, cpu = machine()
     lines = [
-        "# Quality: per valid region, tessera after and before, textbook Goldstein (issue 13)",
+        "# Quality: per valid region, tessera after and before, textbook Goldstein"
+        + (", SNAPHU" if a.snaphu else "") + " (issue 13)",
         "",
         f"Command: `{command}`  ",
         f"Machine: nproc {nproc}, {cpu}; date {started:%Y-%m-%d %H:%M} UTC; whole run {total:.0f} s; "
         f"load average at the end {', '.join(f'{x:.2f}' for x in os.getloadavg())} (other work inflates times)  ",
         f"after: {binary_note(a.after)}{' `' + a.after_args + '`' if a.after_args else ''}; "
         f"before: {binary_note(a.before)}{' `' + a.before_args + '`' if a.before_args else ''}{' with `' + a.before_env + '`' if a.before_env else ''}; goldstein: "
-        f"`bench/goldstein_ref` (one thread, default max box 60)",
+        f"`bench/goldstein_ref` (one thread, default max box 60)"
+        + (f"; snaphu: `{a.snaphu} -s` (SNAPHU's smooth mode, `-c` its correlation from the coherence in the "
+           "runs with it, `-M` the invalid pixels; built from its sources, not part of tessera)" if a.snaphu else ""),
         "",
         "tessera runs `unwrap -q` with its defaults (tile 512, min component size 100); \"coherence yes\": "
         f"`--coherence C --min-coherence {MIN_COH}` (and NaN in goldstein's input there). In the synthetic "

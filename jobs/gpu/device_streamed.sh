@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU host, from an unpacked bundle (issue 16): streamed runs of the CUDA backend.
 # 1. Bit identity: cuda in one piece, cuda in chunks (--gpu-memory-limit smaller than the
-#    scene), 2 ranks sharing the GPU in chunks, all against the CPU backend in one piece.
+#    scene), 2 ranks sharing the GPU in chunks, all against the CPU backend in one piece; the
+#    same for a noisy scene through its guide (--guide-window 5).
 # 2. End to end through GDAL and HDF5 (holes with coherence): in one piece (GeoTIFF blocks read
 #    past GDAL's block cache, or through it) against streamed (the inputs kept from the first pass, or
 #    read in every pass; MODES_EXTRA="ENV=V OPTIONS;..." adds runs; MOSAIC_MODES="ENV=V OPTIONS;..."
@@ -32,6 +33,14 @@ mkdir -p "$d/scr"
 tessera unwrap --backend cuda --gpu-memory-limit 128M --scratch "$d/scr" $c "$d/gpu_scratch.h5"
 mpirun --oversubscribe -np 2 tessera unwrap --backend cuda --share-gpus --gpu-memory-limit 96M $c "$d/gpu2.h5"
 for o in gpu gpu_chunks gpu_reread gpu_rows gpu_scratch gpu2; do same "4096² holes cpu vs $o" "$d/cpu.h5" "$d/$o.h5"; done
+# --guide-window (docs/ARCHITECTURE.md 2.1): the guide made on the host, the same bits on the device.
+tessera synth --case noisy --size 2048x2048 --seed 12 "$d" >/dev/null
+g="-q --save-cycles --tile-size 256 --guide-window 5 --reference 700 900 $d/noisy_wrapped.tif --overwrite"
+tessera unwrap --backend cpu $g "$d/ncpu.h5"
+tessera unwrap --backend cuda $g "$d/ngpu.h5"
+tessera unwrap --backend cuda --gpu-memory-limit 48M $g "$d/ngpu_chunks.h5"
+mpirun --oversubscribe -np 2 tessera unwrap --backend cuda --share-gpus --chunk-rows 512 $g "$d/ngpu2.h5"
+for o in ngpu ngpu_chunks ngpu2; do same "2048² noisy --guide-window 5 cpu vs $o" "$d/ncpu.h5" "$d/$o.h5"; done
 tessera plan "$d/holes_wrapped.tif" --backend cuda --gpu-memory-limit 128M --tile-size 256 | grep layout
 echo "bit identity: $pass passed, $fail failed"
 fi
