@@ -111,6 +111,7 @@ std::string lanes_unsupported(const UnwrapOptions& base, const FrameBatchOptions
         {base.save_cycles, "--save-cycles"},
         {base.save_residues, "--save-residues"},
         {base.save_cuts, "--save-cuts"},
+        {base.guide_window > 1, "--guide-window"},  // the guide is read by the driver's source (section 2.1)
     };
     for (const auto& [on, name] : needs)
         if (on) return name;

@@ -291,6 +291,9 @@ TEST(BatchLanes, OptionsLanesCannotHonourTakeThePerFramePath) {
     const FrameBatchOptions holo = holograms(0);
     EXPECT_EQ(lanes_unsupported(base, holo), "");
     EXPECT_EQ(lanes_unsupported(base, FrameBatchOptions{}), "wrapped-phase inputs");
+    UnwrapOptions guided;
+    guided.guide_window = 5;
+    EXPECT_EQ(lanes_unsupported(guided, holo), "--guide-window");
     base.save_cuts = true;
     EXPECT_EQ(lanes_unsupported(base, holo), "--save-cuts");
     SharedDir dir("batch_lanes_cuts");
