@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --guide-window under mpirun (docs/ARCHITECTURE.md section 2.1): each rank reads the phase half a
 # window beyond its own, so the guide, the cuts and the result are the one-rank in-core run's bit
-# for bit on every rank grid of 2 and 3 ranks, in one piece and in chunks.
+# for bit on every rank grid of 2 and 3 ranks, in one piece and in chunks (the inputs kept, read
+# in every pass, or the third pass from --scratch).
 set -u
 mpirun=$1 tessera=$2 h5same=$3
 d=$(mktemp -d)
@@ -9,14 +10,16 @@ trap 'rm -rf "$d"' EXIT
 "$tessera" synth --case noisy --size 520x430 --seed 5 "$d" >/dev/null || exit 1
 opts="--tile-size 32 --guide-window 5 --coherence $d/noisy_coherence.tif --min-coherence 0.3 --save-cycles --save-residues --save-cuts --reference 300 200"
 "$tessera" unwrap -q $opts "$d/noisy_wrapped.tif" "$d/one.h5" || { echo "FAIL: one rank"; exit 1; }
-for run in "2 2x1 -" "2 1x2 64" "3 3x1 96" "3 1x3 -"; do
+mkdir "$d/scratch"
+for run in "2 2x1 - 0" "2 1x2 64 0" "3 3x1 96 1" "3 1x3 - 0" "2 2x1 64 scratch"; do
   set -- $run
-  np=$1 grid=$2 rows=$3
+  np=$1 grid=$2 rows=$3 reread=$4
   chunks=; [ "$rows" != - ] && chunks="--chunk-rows $rows"
-  out="$d/g$np-$grid.h5"
-  timeout 120 "$mpirun" --oversubscribe -np "$np" -x OMP_NUM_THREADS=1 "$tessera" unwrap -q $opts --rank-grid "$grid" $chunks \
+  [ "$reread" = scratch ] && chunks="$chunks --scratch $d/scratch" && reread=0
+  out="$d/g$np-$grid-$4.h5"
+  timeout 120 "$mpirun" --oversubscribe -np "$np" -x OMP_NUM_THREADS=1 -x TESSERA_REREAD=$reread "$tessera" unwrap -q $opts --rank-grid "$grid" $chunks \
     "$d/noisy_wrapped.tif" "$out" 2>"$d/err" >/dev/null || { echo "FAIL: np $np grid $grid: $(head -c 300 "$d/err")"; exit 1; }
   "$h5same" "$d/one.h5" "$out" unwrapped_phase connected_components cycles residues branch_cuts >/dev/null ||
     { echo "FAIL: np $np grid $grid ($chunks) differs"; exit 1; }
-  echo "np $np grid $grid ${chunks:-in one piece}: identical"
+  echo "np $np grid $grid ${chunks:-in one piece} (inputs re-read: $4): identical"
 done
