@@ -127,6 +127,38 @@ TEST(Synth, DeterministicForSeedAndThreadCount) {
     }
 }
 
+// "noisy" (not one of the four): deterministic as they are; topo's truth under a coherence in
+// [0.1, 0.95]; the two-look noise leaves residues on several per cent of the plaquettes (counted
+// here from the wrapped phase), where topo's L = 4 model leaves well under one.
+TEST(Synth, NoisyIsDeterministicAndNoisy) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{2, 3}, {97, 150}}) check_ranges(make_scene("noisy", rows, cols, 7), false);
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const SynthScene one = make_scene("noisy", 256, 320, 42);
+    omp_set_num_threads(std::max(saved, 3));
+    const SynthScene many = make_scene("noisy", 256, 320, 42);
+    omp_set_num_threads(saved);
+    EXPECT_TRUE(same_scene(one, many));
+    EXPECT_TRUE(bit_identical(one.truth, make_scene("topo", 256, 320, 42).truth));
+    int64_t residues = 0;
+    for (int64_t r = 0; r + 1 < one.rows; ++r)
+        for (int64_t c = 0; c + 1 < one.cols; ++c) {
+            const auto at = [&](int64_t y, int64_t x) { return static_cast<double>(one.wrapped[static_cast<size_t>(y * one.cols + x)]); };
+            const auto w = [](double d) { return d - 2 * M_PI * std::round(d / (2 * M_PI)); };
+            const double q = w(at(r, c + 1) - at(r, c)) + w(at(r + 1, c + 1) - at(r, c + 1)) + w(at(r + 1, c) - at(r + 1, c + 1)) +
+                             w(at(r, c) - at(r + 1, c));
+            residues += std::lround(q / (2 * M_PI)) != 0;
+        }
+    const double density = static_cast<double>(residues) / static_cast<double>((one.rows - 1) * (one.cols - 1));
+    std::printf("[ info     ] noisy 256x320: residues on %.3f of the plaquettes\n", density);
+    EXPECT_GT(density, 0.03);
+    EXPECT_LT(density, 0.3);
+    for (float g : one.coherence) {
+        ASSERT_GE(g, 0.1f);
+        ASSERT_LE(g, 0.95f);
+    }
+}
+
 TEST(Synth, KnownValuesDoNotDrift) {
     // Pins the generator (integer hash + own elementary functions, so the same on any machine):
     // a change here changes every benchmark and demo scene; update the constants deliberately.
