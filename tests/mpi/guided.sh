@@ -2,7 +2,7 @@
 # --guide-window under mpirun (docs/ARCHITECTURE.md section 2.1): each rank reads the phase half a
 # window beyond its own, so the guide, the cuts and the result are the one-rank in-core run's bit
 # for bit on every rank grid of 2 and 3 ranks, in one piece and in chunks (the inputs kept, read
-# in every pass, or the third pass from --scratch).
+# in every pass, or the third pass from --scratch), and an input read through the HDF5 library.
 set -u
 mpirun=$1 tessera=$2 h5same=$3
 d=$(mktemp -d)
@@ -23,3 +23,20 @@ for run in "2 2x1 - 0" "2 1x2 64 0" "3 3x1 96 1" "3 1x3 - 0" "2 2x1 64 scratch";
     { echo "FAIL: np $np grid $grid ($chunks) differs"; exit 1; }
   echo "np $np grid $grid ${chunks:-in one piece} (inputs re-read: $4): identical"
 done
+# An input read through the HDF5 library (netCDF-4): the streamed guide reads the phase again inside the
+# result sink, which must not run beside another read of it (section 5.1); kept and re-read, 1 and 2 ranks.
+if gdal_translate -q -of netCDF -co FORMAT=NC4 "$d/noisy_wrapped.tif" "$d/w.nc" 2>/dev/null; then
+  "$tessera" unwrap -q --tile-size 32 --guide-window 5 --save-cycles "$d/noisy_wrapped.tif" "$d/nc_one.h5" || { echo "FAIL: netCDF reference run"; exit 1; }
+  for run in "1 0" "1 1" "2 0"; do
+    set -- $run
+    rm -f "$d/nc.h5"
+    timeout 120 "$mpirun" --oversubscribe -np "$1" -x OMP_NUM_THREADS=1 -x TESSERA_REREAD=$2 "$tessera" unwrap -q \
+      --tile-size 32 --guide-window 5 --save-cycles --chunk-rows 64 "$d/w.nc" "$d/nc.h5" 2>"$d/err" >/dev/null ||
+      { echo "FAIL: netCDF input np $1 reread $2: $(head -c 300 "$d/err")"; exit 1; }
+    "$h5same" "$d/nc_one.h5" "$d/nc.h5" unwrapped_phase connected_components cycles >/dev/null ||
+      { echo "FAIL: netCDF input np $1 reread $2 differs"; exit 1; }
+  done
+  echo "netCDF-4 input through the guide, streamed, kept and re-read, 1 and 2 ranks: identical"
+else
+  echo "netCDF-4 input: GDAL here cannot write netCDF-4 (skipped)"
+fi
