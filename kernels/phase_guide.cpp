@@ -51,9 +51,8 @@ inline double angle(double y, double x) {
 
 }  // namespace
 
-void guide_phase(const float* phase, const uint8_t* flags, const Window& in, const Window& out, int64_t H, int64_t W,
-                 int half, float* guide) {
-    (void)H, (void)W;  // `in` is `out` grown by `half`, clipped to the image: its edges are the image's or half away
+void guide_phase(const float* phase, const uint8_t* flags, const Window& in, const Window& out, int half,
+                 float* guide) {
     const int64_t K = 2 * half + 1;
 #pragma omp parallel
     {

@@ -16,8 +16,8 @@ namespace tessera {
 // order of image positions (its columns' sums top to bottom, then left to right), so a pixel's
 // guide does not depend on the windows the image is cut into. Writes out.rows x out.cols
 // values, rows of out.cols, into `guide`; invalid pixels get 0 (section 2).
-void guide_phase(const float* phase, const uint8_t* flags, const Window& in, const Window& out, int64_t H, int64_t W,
-                 int half, float* guide);
+void guide_phase(const float* phase, const uint8_t* flags, const Window& in, const Window& out, int half,
+                 float* guide);
 
 // The cycle that brings phi nearest u (the guide's unwrapped value): rint((u - phi) / 2pi),
 // float32 as section 2's wrap counts; the pixel's result is then phi + 2pi k (section 4's formula).

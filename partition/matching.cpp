@@ -144,17 +144,13 @@ ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int6
 
 int64_t add_lake_steps(std::span<const ClusterResidue> res, std::vector<Cut>& out) {
     const size_t before = out.size();
-    for (const ClusterResidue& x : res) {
-        const size_t first = out.size();
-        for (int k = 0; k < 2; ++k) {
+    for (const ClusterResidue& x : res)
+        for (int k = 0; k < 2; ++k) {  // at most one step a residue: to the ground (with_touching_lakes)
             if (x.step[k] == kTouch) continue;
             const int32_t dr = x.step[k] == kStepUp ? -1 : x.step[k] == kStepDown ? 1 : 0;
             const int32_t dc = x.step[k] == kStepLeft ? -1 : x.step[k] == kStepRight ? 1 : 0;
-            const int64_t end = x.lake[k] == kGroundedLake ? kGroundedLakeKey : kLakeKeyBase + x.lake[k];
-            out.push_back(Cut{x.res.id, end, x.res.r, x.res.c, x.res.r + dr, x.res.c + dc, kNotGround});
+            out.push_back(Cut{x.res.id, kGroundedLakeKey, x.res.r, x.res.c, x.res.r + dr, x.res.c + dc, kNotGround});
         }
-        if (out.size() == first + 2 && cut_order(out[first + 1], out[first])) std::swap(out[first], out[first + 1]);
-    }
     return static_cast<int64_t>(out.size() - before);
 }
 

@@ -34,7 +34,7 @@ InputRanges GuidedSource::fill(const RegionArrays& a, const RowsReady&) const {
         guide.resize(static_cast<size_t>(out.size()));
         const RegionArrays t{H, W, in, phase.data(), flags.data(), nullptr, nullptr};
         widen(rg, raw_.fill(t, {}));
-        guide_phase(phase.data(), flags.data(), in, out, H, W, half_, guide.data());
+        guide_phase(phase.data(), flags.data(), in, out, half_, guide.data());
         for (int64_t i = 0; i < out.rows; ++i) {
             std::copy_n(guide.data() + i * out.cols, out.cols, a.phase + a.index(out.row0 + i, out.col0));
             std::copy_n(flags.data() + t.index(out.row0 + i, out.col0), out.cols, a.flags + a.index(out.row0 + i, out.col0));

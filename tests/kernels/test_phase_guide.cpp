@@ -46,7 +46,7 @@ std::vector<float> guide_of(const Image& im, const Window& out, int half) {
             f[static_cast<size_t>(r * in.cols + c)] = im.flags[static_cast<size_t>((in.row0 + r) * im.W + in.col0 + c)];
         }
     std::vector<float> g(static_cast<size_t>(out.size()));
-    guide_phase(p.data(), f.data(), in, out, im.H, im.W, half, g.data());
+    guide_phase(p.data(), f.data(), in, out, half, g.data());
     return g;
 }
 
