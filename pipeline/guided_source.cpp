@@ -20,6 +20,11 @@ void widen(InputRanges& to, const InputRanges& from) {
 
 }  // namespace
 
+InputRanges GuidedSource::read(const RegionArrays& t) const {
+    std::lock_guard<std::mutex> lock(reading_);
+    return raw_.fill(t, {});
+}
+
 InputRanges GuidedSource::fill(const RegionArrays& a, const RowsReady&) const {
     InputRanges rg;
     const int64_t H = a.H, W = a.W, h = half_;
@@ -33,7 +38,7 @@ InputRanges GuidedSource::fill(const RegionArrays& a, const RowsReady&) const {
         flags.resize(static_cast<size_t>(in.size()));
         guide.resize(static_cast<size_t>(out.size()));
         const RegionArrays t{H, W, in, phase.data(), flags.data(), nullptr, nullptr};
-        widen(rg, raw_.fill(t, {}));
+        widen(rg, read(t));
         guide_phase(phase.data(), flags.data(), in, out, half_, guide.data());
         for (int64_t i = 0; i < out.rows; ++i) {
             std::copy_n(guide.data() + i * out.cols, out.cols, a.phase + a.index(out.row0 + i, out.col0));
@@ -51,7 +56,7 @@ void GuidedSource::project(const RegionArrays& a, const Window& w) const {
         phase.resize(static_cast<size_t>(band.size()));
         flags.resize(static_cast<size_t>(band.size()));
         const RegionArrays t{a.H, a.W, band, phase.data(), flags.data(), nullptr, nullptr};
-        raw_.fill(t, {});
+        read(t);
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < band.rows; ++i)
             for (int64_t j = 0; j < band.cols; ++j) {
@@ -70,7 +75,7 @@ float GuidedSource::project_one(float u, int64_t r, int64_t c) const {
     float phi = 0.0f;
     uint8_t f = 0;
     const RegionArrays t{info().rows, info().cols, Window{r, c, 1, 1}, &phi, &f, nullptr, nullptr};
-    raw_.fill(t, {});
+    read(t);
     return phi + kTwoPiF * static_cast<float>(guide_cycles(phi, u));
 }
 

@@ -3,6 +3,7 @@
 // phase itself, pixel by pixel, before it is written.
 #pragma once
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "io/phase_source.h"
@@ -26,8 +27,13 @@ public:
     float project_one(float u, int64_t r, int64_t c) const;
 
 private:
+    InputRanges read(const RegionArrays& t) const;  // raw_.fill, one at a time
+
     const PhaseSource& raw_;
     int half_;
+    // A streamed run takes a result back (reading the phase) in its writer thread while the next
+    // chunk is read: a GDAL source is not read from two threads at once.
+    mutable std::mutex reading_;
 };
 
 }  // namespace tessera
