@@ -346,9 +346,13 @@ FrameTally unwrap_on_lanes(const RankFrames& f, int lanes) {
 
 }  // namespace
 
-int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions& base, const std::string& out,
+int run_unwrap_batch(const std::vector<std::string>& inputs, const UnwrapOptions& given, const std::string& out,
                      const FrameBatchOptions& frames, MPI_Comm mpi_comm, std::vector<UnwrapFrameReport>* reports) {
     const auto t0 = clock::now();
+    // A demodulated hologram is the sideband filter's average already: auto takes no guide for it,
+    // on lanes or not (docs/ARCHITECTURE.md 2.2).
+    UnwrapOptions base = given;
+    if (frames.from_hologram && base.guide_window == kGuideAuto) base.guide_window = 0;
     Comm comm(mpi_comm);
     const int rank = comm.rank(), P = comm.size();
     if (inputs.empty()) throw InputError::everywhere("no input given");

@@ -125,9 +125,13 @@ void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& 
     std::printf("  residues %lld: %lld pair cuts, %lld ground cuts, %lld discharged into lakes, %lld one-step cuts to the ground\n",
                 static_cast<long long>(r.residues), static_cast<long long>(r.pairs),
                 static_cast<long long>(r.ground_cuts), static_cast<long long>(r.lake_joins), static_cast<long long>(r.lake_steps));
-    if (o.guide_window > 1)
+    if (r.census.plaquettes > 0)
+        std::printf("  residue census: %.2f %% of %lld plaquettes (docs/ARCHITECTURE.md 2.2): %s\n",
+                    100.0 * static_cast<double>(r.census.residues) / static_cast<double>(r.census.plaquettes),
+                    static_cast<long long>(r.census.plaquettes), r.guide_window > 1 ? "a noisy phase, guided" : "no guide");
+    if (r.guide_window > 1)
         std::printf("  the phase unwrapped through its %dx%d guide (docs/ARCHITECTURE.md 2.1): the residues and cuts are the guide's\n",
-                    o.guide_window, o.guide_window);
+                    r.guide_window, r.guide_window);
     std::printf("  components %lld, labelled %lld (min size %lld), largest %lld pixels, conflicts %lld, "
                 "%lld pixels' cycles corrected\n",
                 static_cast<long long>(r.components), static_cast<long long>(r.labelled),
@@ -182,11 +186,18 @@ int main(int argc, char** argv) {
     unwrap->add_flag("!--no-cycle-correction", uo.correct_cycles,
                      "leave each pixel's cycles as the cuts give them (no correction from the median of its neighbours within two pixels; "
                      "docs/ARCHITECTURE.md 4.1)");
-    unwrap->add_option("--guide-window", uo.guide_window,
+    std::string guide_window = "auto";
+    unwrap->add_option("--guide-window", guide_window,
                        "N (odd): for a noisy phase (few looks), unwrap the argument of its N x N averaged phasors first, "
-                       "then give each pixel the cycle that brings it nearest that (docs/ARCHITECTURE.md 2.1); 0: none")
+                       "then give each pixel the cycle that brings it nearest that (docs/ARCHITECTURE.md 2.1); 0: none; "
+                       "auto: 5 when residues lie on more than 5 % of the plaquettes, else none (2.2)")
         ->capture_default_str()
-        ->check(CLI::Range(0, tessera::kMaxGuideWindow));
+        ->check([](const std::string& v) -> std::string {
+            if (v == "auto") return "";
+            if (v.empty() || v.size() > 2 || v.find_first_not_of("0123456789") != std::string::npos)
+                return "must be auto or a number from 0 to " + std::to_string(tessera::kMaxGuideWindow);
+            return "";
+        });
     unwrap->add_option("--reference", reference, "ROW COL: pixel whose component gets k = 0 there")->expected(2)
         ->allow_extra_args(false);
     unwrap->add_option("--min-component-size", uo.min_component_size, "components smaller than this get label 0")
@@ -266,6 +277,7 @@ int main(int argc, char** argv) {
         if (*unwrap) {
             if (!reference.empty()) uo.reference = std::pair<int64_t, int64_t>{reference[0], reference[1]};
             uo.backend = tessera::resolve_backend(backend_name);
+            uo.guide_window = guide_window == "auto" ? tessera::kGuideAuto : std::stoi(guide_window);
             if (memory_limit != "auto") uo.memory_limit = tessera::parse_bytes(memory_limit, "--memory-limit");
             if (gpu_memory_limit != "auto")
                 uo.gpu_memory_limit = tessera::parse_bytes(gpu_memory_limit, "--gpu-memory-limit");
@@ -290,7 +302,7 @@ int main(int argc, char** argv) {
                              "--min-component-size %lld, or below --min-coherence, or invalid)\n",
                              uo.input.c_str(), static_cast<long long>(uo.min_component_size));
             // 5 %: few-look noise, where cuts alone fence pockets; the synthetic kinds stay below 2 %.
-            if (rank == 0 && uo.guide_window <= 1 && rep.valid > 0 && 20 * rep.residues > rep.valid)  // said even with -q
+            if (rank == 0 && rep.guide_window <= 1 && rep.valid > 0 && 20 * rep.residues > rep.valid)  // said even with -q
                 std::fprintf(stderr,
                              "tessera: warning: %s: residues on %.1f %% of the valid pixels, a noisy phase: "
                              "--guide-window 5 may unwrap it much better (docs/ARCHITECTURE.md 2.1)\n",

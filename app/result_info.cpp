@@ -56,10 +56,10 @@ std::string result_info(const std::string& path, const std::function<void()>& pr
     // The root attributes in groups (README "Output (HDF5)"); any others after them.
     static const std::vector<std::pair<const char*, std::vector<std::string>>> groups = {
         {"run", {"software", "input", "band", "coherence", "coherence_band", "mask", "mask_band", "tile_size",
-                 "cut_radius", "far_reach", "cycle_correction", "guide_window", "min_component_size", "min_coherence", "REF_Y", "REF_X", "reference_phase",
+                 "cut_radius", "far_reach", "cycle_correction", "guide_window", "guide_auto", "min_component_size", "min_coherence", "REF_Y", "REF_X", "reference_phase",
                  "compress_phase", "backend", "ranks", "rank_grid", "threads_per_rank"}},
         {"counts", {"rows", "cols", "valid_pixels", "tiles", "residues", "pair_cuts", "ground_cuts", "lake_joins", "lake_steps",
-                    "shared_residues", "components", "labelled_components", "largest_component", "conflicts",
+                    "census_plaquettes", "census_residues", "shared_residues", "components", "labelled_components", "largest_component", "conflicts",
                     "bytes_sent_max_rank", "bytes_sent_total"}},
         {"georeferencing", {"geotransform", "has_geotransform", "projection", "nodata"}},
     };

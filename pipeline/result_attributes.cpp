@@ -41,7 +41,10 @@ std::vector<Attribute> result_attributes(const UnwrapOptions& opt, const std::st
         {"cut_radius", opt.max_pair_distance},
         {"cycle_correction", int64_t{opt.correct_cycles}},
         {"far_reach", int64_t{opt.far_reach}},
-        {"guide_window", int64_t{opt.guide_window > 1 ? opt.guide_window : 0}},  // section 2.1; 0: none
+        {"guide_window", int64_t{rep.guide_window}},  // the guide taken, section 2.1; 0: none
+        {"guide_auto", int64_t{opt.guide_window == kGuideAuto}},  // taken by the census (section 2.2)
+        {"census_plaquettes", rep.census.plaquettes},
+        {"census_residues", rep.census.residues},
         {"min_component_size", opt.min_component_size},
         {"min_coherence", opt.min_coherence},
         {"reference_row", opt.reference ? opt.reference->first : int64_t{-1}},

@@ -32,6 +32,7 @@
 #include "io/result_sink.h"
 #include "io/scratch_file.h"
 #include "pipeline/guided_source.h"
+#include "pipeline/noise_census.h"
 #include "io/raster_reader.h"
 #include "backend/backend.h"
 #include "pipeline/chunk_plan.h"
@@ -349,13 +350,11 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                                       coh_band, mask_band);
             in = owned.get();
         }
-        if (opt.guide_window > 1 && (opt.guide_window % 2 == 0 || opt.guide_window > kMaxGuideWindow))
+        if (opt.guide_window != kGuideAuto && opt.guide_window > 1 &&
+            (opt.guide_window % 2 == 0 || opt.guide_window > kMaxGuideWindow))
             throw InputError(opt.input, "--guide-window " + std::to_string(opt.guide_window) +
-                                            " must be 0 (none) or odd, from 3 to " + std::to_string(kMaxGuideWindow));
-        if (opt.guide_window > 1) {
-            guided = std::make_unique<GuidedSource>(*in, opt.guide_window);  // section 2.1
-            in = guided.get();
-        }
+                                            " must be auto, 0 (none) or odd, from 3 to " + std::to_string(kMaxGuideWindow));
+        if (opt.guide_window < kGuideAuto) throw InputError(opt.input, "--guide-window must be auto, 0 or odd, 3 to 99");
         const RasterInfo& info = in->info();
         if (info.rows < 2 || info.cols < 2)
             throw InputError(opt.input, "image is " + std::to_string(info.cols) + "x" + std::to_string(info.rows) +
@@ -415,6 +414,22 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     });
     // The plan before any work, for runs long enough to watch (a bad small input stays one line).
     if (!plan.in_core() || H * W >= (int64_t{1} << 26)) progress.begin(describe_plan(opt, plan, H, W, ops.name));
+    // The guide (section 2.1), auto: from the census of the whole image (section 2.2), after every
+    // check that reads nothing; its time is the read's first part (no line: a bad input is one).
+    rep.guide_window = opt.guide_window > 1 ? opt.guide_window : 0;
+    if (opt.guide_window == kGuideAuto) {
+        ResidueCensus mine;
+        agree(comm, [&] { mine = residue_census(*in, own); });
+        rep.census = {comm.sum(mine.plaquettes), comm.sum(mine.residues)};
+        rep.guide_window = auto_guide_window(rep.census);
+        const auto now = clock::now();
+        rep.times.push_back({"census", std::chrono::duration<double>(now - t_stage).count()});
+        t_stage = now;
+    }
+    if (rep.guide_window > 1) {
+        guided = std::make_unique<GuidedSource>(*in, rep.guide_window);
+        in = guided.get();
+    }
     // Every output goes to a unique temporary; rank 0 renames them all together at the end
     // (io/output_set.h). Created before any work so that a bad output path fails first.
     OutputSet outputs(opt.overwrite);

@@ -11,6 +11,7 @@
 
 #include "io/raster_reader.h"
 #include "io/result_sink.h"
+#include "kernels/residue_census.h"
 #include "pipeline/chunk_plan.h"
 #include "pipeline/unwrap_region.h"
 
@@ -22,6 +23,7 @@ struct MemoryResult;  // io/result_sink.h
 namespace tessera {
 
 inline constexpr int kMaxGuideWindow = 99;  // --guide-window's largest side
+inline constexpr int kGuideAuto = -1;       // --guide-window auto: the census decides (section 2.2)
 
 struct UnwrapOptions {
     std::string input, output;
@@ -38,7 +40,9 @@ struct UnwrapOptions {
     int64_t max_pair_distance = 16;  // --cut-radius
     bool correct_cycles = true;      // not --no-cycle-correction (section 4.1)
     bool far_reach = true;           // not --no-far-reach (section 3.6)
-    int guide_window = 0;            // --guide-window N: unwrap the N x N guide (section 2.1); 0 or 1: none
+    // --guide-window N: unwrap the N x N guide (section 2.1); 0 or 1: none; kGuideAuto: 5 or none,
+    // as the residue census says (section 2.2).
+    int guide_window = kGuideAuto;
     std::optional<std::pair<int64_t, int64_t>> reference;
     int64_t min_component_size = 100;
     double min_coherence = 0.0;
@@ -81,6 +85,8 @@ struct UnwrapReport {
     std::vector<StageTime> times;
     double total_seconds = 0;
     double reference_phase = 0;  // --reference: the u subtracted everywhere so that u = 0 there
+    int guide_window = 0;        // the guide the run took (section 2.1), 0: none
+    ResidueCensus census;        // the census auto took it from (section 2.2); zeros: none taken
 };
 
 // The GeoTIFFs a run writes besides the HDF5 (--geotiff, --conncomp-geotiff, --dolphin), with

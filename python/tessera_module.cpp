@@ -48,7 +48,7 @@ py::tuple unwrap(const py::object& phase_or_ifg, const py::object& coherence, co
                  std::optional<std::pair<int64_t, int64_t>> reference, const std::string& backend,
                  std::optional<double> nodata, std::optional<int> device, std::optional<int64_t> memory_limit,
                  std::optional<int64_t> gpu_memory_limit, std::optional<int64_t> chunk_rows,
-                 std::optional<std::string> scratch, bool cycle_correction, bool far_reach, int guide_window) {
+                 std::optional<std::string> scratch, bool cycle_correction, bool far_reach, const py::object& guide) {
     NumpyInput input = numpy_input(phase_or_ifg, coherence, mask);
     const int64_t H = input.in.H, W = input.in.W;
     // The options, named as the caller named them (the driver checks them again, by CLI names).
@@ -64,9 +64,19 @@ py::tuple unwrap(const py::object& phase_or_ifg, const py::object& coherence, co
     if (gpu_memory_limit)
         check_range("gpu_memory_limit", *gpu_memory_limit, int64_t{1}, std::numeric_limits<int64_t>::max(), " (bytes)");
     if (chunk_rows) check_range("chunk_rows", *chunk_rows, int64_t{1}, std::numeric_limits<int64_t>::max(), " (rows)");
-    if (guide_window > 1 && (guide_window % 2 == 0 || guide_window > kMaxGuideWindow))
-        throw py::value_error("guide_window " + std::to_string(guide_window) + " must be 0 (none) or odd, from 3 to " +
-                              std::to_string(kMaxGuideWindow));
+    int guide_window = kGuideAuto;
+    if (py::isinstance<py::str>(guide)) {
+        if (guide.cast<std::string>() != "auto")
+            throw py::value_error("guide_window '" + guide.cast<std::string>() + "' is not 'auto' or a number");
+    } else if (py::isinstance<py::int_>(guide) && !py::isinstance<py::bool_>(guide)) {
+        const auto n = guide.cast<int64_t>();
+        if (n < 0 || (n > 1 && (n % 2 == 0 || n > kMaxGuideWindow)))
+            throw py::value_error("guide_window " + std::to_string(n) + " must be 'auto', 0 (none) or odd, from 3 to " +
+                                  std::to_string(kMaxGuideWindow));
+        guide_window = static_cast<int>(n);
+    } else {
+        throw py::type_error("guide_window must be 'auto' or an int");
+    }
     if (backend != "auto" && backend != "cpu" && backend != "cuda")
         throw py::value_error("backend: '" + backend + "' is not 'auto', 'cpu' or 'cuda'");
 
@@ -147,7 +157,8 @@ far_reach : False cuts a cluster with nothing within cut_radius straight to the 
     (--no-far-reach; docs/ARCHITECTURE.md 3.6).
 guide_window : N (odd, >= 3) unwraps a few-look noisy phase through the argument of its N x N
     averaged phasors, each pixel then taking the cycle nearest it (--guide-window;
-    docs/ARCHITECTURE.md 2.1); 0: none.
+    docs/ARCHITECTURE.md 2.1); 0: none; 'auto' (the default): 5 when residues lie on more
+    than 5 % of the plaquettes, else none (2.2).
 
 Returns (unw, conncomp): float32 unwrapped phase (NaN where invalid) and uint32 connected
 components (1..N by size descending, 0 = invalid, low coherence or small component).
@@ -170,5 +181,5 @@ PYBIND11_MODULE(tessera, m) {
           "min_coherence"_a = 0.0, "min_component_size"_a = 100, "tile_size"_a = 512, "reference"_a = py::none(),
           "backend"_a = "auto", "nodata"_a = py::none(), "device"_a = py::none(), "memory_limit"_a = py::none(),
           "gpu_memory_limit"_a = py::none(), "chunk_rows"_a = py::none(), "scratch"_a = py::none(),
-          "cycle_correction"_a = true, "far_reach"_a = true, "guide_window"_a = 0);
+          "cycle_correction"_a = true, "far_reach"_a = true, "guide_window"_a = "auto");
 }

@@ -71,8 +71,14 @@ TEST_P(GpData, UnwrapsCongruentlyAndCorrectly) {
             ASSERT_EQ(phase[i] + 6.2831855f * static_cast<float>(k[i]), u[i]) << "pixel " << i;
     }
     EXPECT_GT(valid, 0);
-    const testing::CorrectionCheck cc = testing::check_cycle_correction(phase, u, bits, lab, c.rows, c.cols, 4u);
-    EXPECT_EQ(cc.wrong, 0);
+    // Auto (docs/ARCHITECTURE.md 2.2) guides the MRI knee only (residues on 17 % of its plaquettes);
+    // a guided run's corrections are the guide's, so the rule of 4.1 is checked on the others.
+    const int64_t guide = testing::root_attribute<int64_t>(dir / "out.h5", "guide_window", H5T_NATIVE_INT64);
+    EXPECT_EQ(guide, c.name == "knee" ? 5 : 0);
+    if (guide == 0) {
+        const testing::CorrectionCheck cc = testing::check_cycle_correction(phase, u, bits, lab, c.rows, c.cols, 4u);
+        EXPECT_EQ(cc.wrong, 0);
+    }
     if (!c.has_truth) return;
     const std::string sraw = slurp(gp_file(c, "surf"));
     ASSERT_EQ(sraw.size(), raw.size() * 4);

@@ -39,7 +39,7 @@ double per_region(const std::vector<float>& u, const SynthScene& s) {
 TEST(GuideWindow, UnwrapsFewLookNoiseWithTheInputsOwnPhase) {
     Scene sc;
     const std::string plain = sc.dir / "plain.h5", guided = sc.dir / "guided.h5";
-    const auto p = run_tessera("unwrap --tile-size 128 " + sc.in + " " + plain);
+    const auto p = run_tessera("unwrap --tile-size 128 --guide-window 0 " + sc.in + " " + plain);
     ASSERT_EQ(p.exit_code, 0) << p.err;
     EXPECT_NE(p.err.find("warning: " + sc.in + ": residues on"), std::string::npos) << p.err;  // the hint of a noisy phase
     EXPECT_NE(p.err.find("--guide-window 5 may"), std::string::npos) << p.err;
@@ -90,9 +90,62 @@ TEST(GuideWindow, SameBitsForAnyTilesChunksAndReference) {
     EXPECT_EQ(u[static_cast<size_t>(200 * sc.s.cols + 300)], 0.0f);  // --reference: u = 0 there, as without a guide
 }
 
+// The plaquettes of a wrapped phase with four finite pixels, and those whose wrapped differences
+// around them do not sum to 0: section 2.2's census written again in double.
+std::pair<int64_t, int64_t> residue_plaquettes(const std::vector<float>& w, int64_t H, int64_t W) {
+    auto d = [&](int64_t a, int64_t b) { return std::remainder(static_cast<double>(w[b]) - w[a], 2 * M_PI); };
+    int64_t all = 0, n = 0;
+    for (int64_t r = 0; r + 1 < H; ++r)
+        for (int64_t c = 0; c + 1 < W; ++c) {
+            const int64_t a = r * W + c, b = a + 1, e = a + W + 1, f = a + W;
+            if (!(std::isfinite(w[a]) && std::isfinite(w[b]) && std::isfinite(w[e]) && std::isfinite(w[f]))) continue;
+            ++all;
+            n += std::lround((d(a, b) + d(b, e) + d(e, f) + d(f, a)) / (2 * M_PI)) != 0;
+        }
+    return {all, n};
+}
+
+// --guide-window auto, the default (section 2.2): the noisy scene (residues on some 9 % of its
+// plaquettes) takes the 5x5 guide, a topography scene (well under 5 %) none: the bits of the
+// explicit runs, and the census in the attributes is the one written again here.
+TEST(GuideWindow, AutoGuidesANoisyPhaseAndNothingElse) {
+    Scene sc;
+    testing::TempDir dir{"guide_auto"};
+    const SynthScene topo = make_scene("topo", 300, 260, 23);
+    const std::string topo_in = write_scene(topo, dir.path().string());
+    struct Case {
+        std::string in;
+        const SynthScene* s;
+        int want;
+    };
+    for (const Case& k : {Case{sc.in, &sc.s, 5}, Case{topo_in, &topo, 0}}) {
+        SCOPED_TRACE(k.in);
+        const std::string automatic = dir / "auto.h5", given = dir / "given.h5";
+        std::filesystem::remove(automatic), std::filesystem::remove(given);
+        const auto a = run_tessera("unwrap --tile-size 64 --save-cycles " + k.in + " " + automatic);
+        ASSERT_EQ(a.exit_code, 0) << a.err;
+        EXPECT_EQ(a.err.find("warning"), std::string::npos) << a.err;
+        EXPECT_NE(a.out.find("residue census:"), std::string::npos) << a.out;
+        const auto g = run_tessera("unwrap -q --tile-size 64 --save-cycles --guide-window " + std::to_string(k.want) + " " +
+                                   k.in + " " + given);
+        ASSERT_EQ(g.exit_code, 0) << g.err;
+        const auto u = read_dataset<float>(automatic, "unwrapped_phase"), v = read_dataset<float>(given, "unwrapped_phase");
+        ASSERT_EQ(u.size(), v.size());
+        EXPECT_EQ(std::memcmp(u.data(), v.data(), u.size() * sizeof(float)), 0);
+        EXPECT_EQ(read_dataset<int32_t>(automatic, "cycles"), read_dataset<int32_t>(given, "cycles"));
+        EXPECT_EQ(testing::root_attribute<int64_t>(automatic, "guide_window", H5T_NATIVE_INT64), k.want);
+        EXPECT_EQ(testing::root_attribute<int64_t>(automatic, "guide_auto", H5T_NATIVE_INT64), 1);
+        EXPECT_EQ(testing::root_attribute<int64_t>(given, "guide_auto", H5T_NATIVE_INT64), 0);
+        const auto [plaquettes, residues] = residue_plaquettes(k.s->wrapped, k.s->rows, k.s->cols);
+        EXPECT_EQ(testing::root_attribute<int64_t>(automatic, "census_plaquettes", H5T_NATIVE_INT64), plaquettes);
+        EXPECT_EQ(testing::root_attribute<int64_t>(automatic, "census_residues", H5T_NATIVE_INT64), residues);
+        EXPECT_EQ(20 * residues > plaquettes, k.want == 5) << residues << " of " << plaquettes;
+    }
+}
+
 TEST(GuideWindow, AnEvenOrTooLargeWindowIsOneLine) {
     Scene sc;
-    for (const std::string& n : {std::string("4"), std::string("101")}) {
+    for (const std::string& n : {std::string("4"), std::string("101"), std::string("automatic")}) {
         const std::string out = sc.dir / "bad.h5";
         const auto r = run_tessera("unwrap --guide-window " + n + " " + sc.in + " " + out);
         EXPECT_NE(r.exit_code, 0) << n;

@@ -23,6 +23,29 @@ for run in "2 2x1 - 0" "2 1x2 64 0" "3 3x1 96 1" "3 1x3 - 0" "2 2x1 64 scratch";
     { echo "FAIL: np $np grid $grid ($chunks) differs"; exit 1; }
   echo "np $np grid $grid ${chunks:-in one piece} (inputs re-read: $4): identical"
 done
+# --guide-window auto, the default (section 2.2): the census is summed over the ranks' own windows, so
+# every grid takes the guide the one-rank run takes; a tall scene (sampled rows) and the noisy one.
+"$tessera" synth --case noisy --size 8400x40 --seed 6 "$d/tall" >/dev/null || exit 1
+for scene in "$d/noisy_wrapped.tif 5" "$d/tall/noisy_wrapped.tif 5"; do
+  set -- $scene
+  in=$1 n=$2
+  "$tessera" unwrap -q --tile-size 32 --save-cycles --guide-window "$n" "$in" "$d/auto_one.h5" --overwrite ||
+    { echo "FAIL: auto reference run"; exit 1; }
+  "$tessera" unwrap -q --tile-size 32 --save-cycles --guide-window 0 "$in" "$d/auto_none.h5" --overwrite ||
+    { echo "FAIL: auto plain run"; exit 1; }
+  "$h5same" "$d/auto_one.h5" "$d/auto_none.h5" unwrapped_phase >/dev/null 2>&1 &&
+    { echo "FAIL: $in: the guide changed nothing, so this check could not fail"; exit 1; }
+  for run in "2 2x1 -" "3 3x1 64" "2 1x2 -"; do
+    set -- $run
+    chunks=; [ "$3" != - ] && chunks="--chunk-rows $3"
+    rm -f "$d/auto.h5"
+    timeout 120 "$mpirun" --oversubscribe -np "$1" -x OMP_NUM_THREADS=1 "$tessera" unwrap -q --tile-size 32 --save-cycles \
+      --rank-grid "$2" $chunks "$in" "$d/auto.h5" 2>"$d/err" >/dev/null || { echo "FAIL: auto np $1 grid $2: $(head -c 300 "$d/err")"; exit 1; }
+    "$h5same" "$d/auto_one.h5" "$d/auto.h5" unwrapped_phase connected_components cycles >/dev/null ||
+      { echo "FAIL: auto np $1 grid $2 ($in) is not the --guide-window $n run"; exit 1; }
+  done
+  echo "auto on $(basename "$(dirname "$in")")/$(basename "$in"): np 2 and 3, in one piece and chunks: the --guide-window $n bits"
+done
 # An input read through the HDF5 library (netCDF-4): the streamed guide reads the phase again inside the
 # result sink, which must not run beside another read of it (section 5.1); kept and re-read, 1 and 2 ranks.
 if gdal_translate -q -of netCDF -co FORMAT=NC4 "$d/noisy_wrapped.tif" "$d/w.nc" 2>/dev/null; then

@@ -123,9 +123,24 @@ class Scenes(unittest.TestCase):
         want = cli_unwrap(self.wrapped_tif, self.path("cli_guide.h5"), "--guide-window", "5", "--tile-size", "32")
         assert_same_bits(self, tessera.unwrap(self.phase, guide_window=5, tile_size=32), want)
         assert_same_bits(self, tessera.unwrap(self.phase, guide_window=5, chunk_rows=64), want)
-        self.assertGreater(np.count_nonzero(want[0] != tessera.unwrap(self.phase)[0]), 0)
+        self.assertGreater(np.count_nonzero(want[0] != tessera.unwrap(self.phase, guide_window=0)[0]), 0)
         with self.assertRaisesRegex(ValueError, "guide_window 4"):
             tessera.unwrap(self.phase, guide_window=4)
+        with self.assertRaisesRegex(ValueError, "guide_window 'five'"):
+            tessera.unwrap(self.phase, guide_window="five")
+        with self.assertRaisesRegex(TypeError, "guide_window"):
+            tessera.unwrap(self.phase, guide_window=5.0)
+
+    # Section 2.2: 'auto', the default, as the command line's default (the census decides alike).
+    def test_guide_auto_as_the_command_line(self):
+        want = cli_unwrap(self.wrapped_tif, self.path("cli_auto.h5"), "--tile-size", "32")
+        assert_same_bits(self, tessera.unwrap(self.phase, tile_size=32), want)
+        assert_same_bits(self, tessera.unwrap(self.phase, guide_window="auto", chunk_rows=64), want)
+        with h5py.File(self.path("cli_auto.h5"), "r") as f:
+            n = int(f.attrs["guide_window"])
+            self.assertEqual(int(f.attrs["guide_auto"]), 1)
+            self.assertEqual(n, 5 if 20 * int(f.attrs["census_residues"]) > int(f.attrs["census_plaquettes"]) else 0)
+        assert_same_bits(self, tessera.unwrap(self.phase, guide_window=n), want)
 
     def test_chunks_as_the_command_line(self):
         want = cli_unwrap(self.wrapped_tif, self.path("cli_chunks.h5"), "--coherence", self.coherence_tif,
