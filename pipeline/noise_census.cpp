@@ -10,33 +10,48 @@ namespace {
 // Images taller than this are sampled: a census of every row would read the input once more,
 // which is most of a GPU run's time at these sizes (section 2.2).
 constexpr int64_t kCensusEveryRow = 8192;
-constexpr int64_t kSampleRows = 64, kSampleStride = 1024;
+// Bands of 256 rows (a GeoTIFF's usual tile height) every 4096: one sixteenth of the rows, and a
+// band of 4 M pixels or more (16384 columns) is read on the host's threads.
+constexpr int64_t kSampleRows = 256, kSampleStride = 4096;
 // Rows read at a time when every row counts: bands of about 8 M pixels, which the GDAL source
 // reads on the host's threads (io/phase_source.cpp).
 constexpr int64_t kBandPixels = int64_t{1} << 23;
+
+// fn(at): the census's plaquette rows of `own` (an image of H rows), in bands.
+template <class Fn>
+void for_each_band(const Window& own, int64_t H, Fn&& fn) {
+    const bool sampled = H > kCensusEveryRow;
+    const int64_t band = std::clamp<int64_t>(kBandPixels / std::max<int64_t>(1, own.cols), 64, 4096);
+    const int64_t step = sampled ? kSampleStride : band, rows = sampled ? kSampleRows : band;
+    const int64_t own_end = own.row0 + own.rows;
+    for (int64_t b0 = own.row0 / step * step; b0 < own_end; b0 += step) {
+        const int64_t r0 = std::max(b0, own.row0), r1 = std::min({b0 + rows, own_end, H - 1});
+        if (r1 > r0) fn(Window{r0, own.col0, r1 - r0, own.cols});
+    }
+}
 
 }  // namespace
 
 ResidueCensus residue_census(const PhaseSource& in, const Window& own) {
     const int64_t H = in.info().rows, W = in.info().cols;
-    const bool sampled = H > kCensusEveryRow;
-    const int64_t band = std::clamp<int64_t>(kBandPixels / std::max<int64_t>(1, own.cols), 64, 4096);
-    const int64_t step = sampled ? kSampleStride : band, rows = sampled ? kSampleRows : band;
     ResidueCensus n;
     std::vector<float> phase;
     std::vector<uint8_t> flags;
-    const int64_t own_end = own.row0 + own.rows;
-    for (int64_t b0 = own.row0 / step * step; b0 < own_end; b0 += step) {
-        const int64_t r0 = std::max(b0, own.row0), r1 = std::min({b0 + rows, own_end, H - 1});
-        if (r1 <= r0) continue;
-        const Window at{r0, own.col0, r1 - r0, own.cols};
-        const Window rd{r0, own.col0, std::min(H, r1 + 1) - r0, std::min(W, own.col0 + own.cols + 1) - own.col0};
+    for_each_band(own, H, [&](const Window& at) {
+        const Window rd{at.row0, at.col0, std::min(H, at.row0 + at.rows + 1) - at.row0,
+                        std::min(W, at.col0 + at.cols + 1) - at.col0};
         phase.resize(static_cast<size_t>(rd.size()));
         flags.resize(static_cast<size_t>(rd.size()));
         const RegionArrays t{H, W, rd, phase.data(), flags.data(), nullptr, nullptr};
         in.fill(t, {});
         n += count_residue_plaquettes(t, at);
-    }
+    });
+    return n;
+}
+
+ResidueCensus residue_census(const RegionArrays& a, const Window& own) {
+    ResidueCensus n;
+    for_each_band(own, a.H, [&](const Window& at) { n += count_residue_plaquettes(a, at); });
     return n;
 }
 

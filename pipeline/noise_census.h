@@ -9,9 +9,12 @@ namespace tessera {
 inline constexpr int kAutoGuideWindow = 5;  // the window auto takes
 
 // The census of the plaquettes whose top-left pixel lies in `own` and on a sampled row (every
-// row of an image up to 8192 rows; else rows 0-63 of every 1024, section 2.2), read from `in`
+// row of an image up to 8192 rows; else rows 0-255 of every 4096, section 2.2), read from `in`
 // in bands. Summed over the ranks' own windows it is the image's, whatever the ranks.
 ResidueCensus residue_census(const PhaseSource& in, const Window& own);
+// The same from a region's arrays already filled (a.buf holds own and the pixel beyond it below
+// and to the right, where the image goes on): an in-core run counts what it read.
+ResidueCensus residue_census(const RegionArrays& a, const Window& own);
 
 // The window auto takes for the whole image's census: kAutoGuideWindow when residues lie on
 // more than 5 % of its plaquettes, else 0 (none).

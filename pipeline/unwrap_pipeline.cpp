@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <numbers>
+#include <optional>
 
 #include "partition/error_agreement.h"
 #include "kernels/invariant.h"
@@ -415,18 +416,25 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     // The plan before any work, for runs long enough to watch (a bad small input stays one line).
     if (!plan.in_core() || H * W >= (int64_t{1} << 26)) progress.begin(describe_plan(opt, plan, H, W, ops.name));
     // The guide (section 2.1), auto: from the census of the whole image (section 2.2), after every
-    // check that reads nothing; its time is the read's first part (no line: a bad input is one).
+    // check that reads nothing. In one piece the census counts the arrays the run reads (below); in
+    // chunks it reads the phase first, its time the "census" entry (no line: a bad input is one).
     rep.guide_window = opt.guide_window > 1 ? opt.guide_window : 0;
-    if (opt.guide_window == kGuideAuto) {
-        ResidueCensus mine;
-        agree(comm, [&] { mine = residue_census(*in, own); });
+    auto take_guide = [&](const ResidueCensus& mine) {
         rep.census = {comm.sum(mine.plaquettes), comm.sum(mine.residues)};
         rep.guide_window = auto_guide_window(rep.census);
+        if (rep.guide_window > 1) {
+            guided = std::make_unique<GuidedSource>(*in, rep.guide_window);
+            in = guided.get();
+        }
+    };
+    if (opt.guide_window == kGuideAuto && !plan.in_core()) {
+        ResidueCensus mine;
+        agree(comm, [&] { mine = residue_census(*in, own); });
+        take_guide(mine);
         const auto now = clock::now();
         rep.times.push_back({"census", std::chrono::duration<double>(now - t_stage).count()});
         t_stage = now;
-    }
-    if (rep.guide_window > 1) {
+    } else if (rep.guide_window > 1) {
         guided = std::make_unique<GuidedSource>(*in, rep.guide_window);
         in = guided.get();
     }
@@ -462,12 +470,24 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         HostBuffer<uint32_t> label(static_cast<size_t>(buf.size()));
         HostBuffer<int32_t> cycles(opt.save_cycles ? static_cast<size_t>(buf.size()) : 0);
         RegionArrays a{H, W, buf, phase.data(), flags.data(), label.data(), opt.save_cycles ? cycles.data() : nullptr};
+        // Auto (section 2.2): the phase read here, counted, and kept unless the census takes the guide,
+        // whose source then reads the arrays again (the backend gets them whole, not row by row).
+        std::optional<InputRanges> kept;
+        if (opt.guide_window == kGuideAuto) {
+            ResidueCensus mine;
+            agree(comm, [&] {
+                kept = in->fill(a, {});
+                mine = residue_census(a, own);
+            });
+            take_guide(mine);
+            if (rep.guide_window > 1) kept.reset();
+        }
         // The read fills the region's arrays once the backend's region exists, so that the CUDA
         // backend uploads phase rows while the rest is read (issue 5; kernels/region.h).
         const RegionFill read_stage = [&](const RowsReady& ready) {
             ReadTally t;
             agree(comm, [&] {
-                t.ranges = in->fill(a, ready);
+                t.ranges = kept ? *kept : in->fill(a, ready);
                 inject_error_for_tests(rank, "read");
             });
             const ReadScan scan = scan_read(a, own, t.ranges);
