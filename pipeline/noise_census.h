@@ -9,7 +9,8 @@ namespace tessera {
 inline constexpr int kAutoGuideWindow = 5;  // the window auto takes
 
 // The census of the plaquettes whose top-left pixel lies in `own` and on a sampled row (every
-// row of an image up to 8192 rows; else rows 0-255 of every 4096, section 2.2), read from `in`
+// row of an image up to 8192 rows; else rows 0-511 of every 8192, or of every 16384 above 2^31
+// pixels: section 2.2), read from `in`
 // in bands. Summed over the ranks' own windows it is the image's, whatever the ranks.
 ResidueCensus residue_census(const PhaseSource& in, const Window& own);
 // The same from a region's arrays already filled (a.buf holds own and the pixel beyond it below
