@@ -302,7 +302,8 @@ int main(int argc, char** argv) {
                              "--min-component-size %lld, or below --min-coherence, or invalid)\n",
                              uo.input.c_str(), static_cast<long long>(uo.min_component_size));
             // 5 %: few-look noise, where cuts alone fence pockets; the synthetic kinds stay below 2 %.
-            if (rank == 0 && rep.guide_window <= 1 && rep.valid > 0 && 20 * rep.residues > rep.valid)  // said even with -q
+            // Only when the guide was turned off: auto's census decided (docs/ARCHITECTURE.md 2.2).
+            if (rank == 0 && (uo.guide_window == 0 || uo.guide_window == 1) && rep.valid > 0 && 20 * rep.residues > rep.valid)  // said even with -q
                 std::fprintf(stderr,
                              "tessera: warning: %s: residues on %.1f %% of the valid pixels, a noisy phase: "
                              "--guide-window 5 may unwrap it much better (docs/ARCHITECTURE.md 2.1)\n",

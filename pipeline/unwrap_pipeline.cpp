@@ -471,7 +471,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         HostBuffer<int32_t> cycles(opt.save_cycles ? static_cast<size_t>(buf.size()) : 0);
         RegionArrays a{H, W, buf, phase.data(), flags.data(), label.data(), opt.save_cycles ? cycles.data() : nullptr};
         // Auto (section 2.2): the phase read here, counted, and kept unless the census takes the guide,
-        // whose source then reads the arrays again (the backend gets them whole, not row by row).
+        // whose source then fills them again (the backend gets them whole here, not row by row).
         std::optional<InputRanges> kept;
         if (opt.guide_window == kGuideAuto) {
             ResidueCensus mine;

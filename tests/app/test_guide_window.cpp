@@ -2,7 +2,8 @@
 // the argument of its N x N averaged phasors. Checked from the input and the files: every
 // result is the input phase plus whole cycles; on `tessera synth --case noisy` the per-region
 // score rises (0.976 -> 0.997 at 384 x 448; 0.63 -> 0.992 at 1024²); the bits are the same for any tiles, chunks and
-// reference handling; a bad N is one line.
+// reference handling; auto (section 2.2) takes the guide on the noisy scene and not on a
+// topography scene, by a census written again here; a bad N is one line.
 #include <gtest/gtest.h>
 
 #include <cmath>
