@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "io/raster_reader.h"
 #include "pipeline/chunk_plan.h"
+#include "pipeline/noise_census.h"
 #include "pipeline/unwrap_pipeline.h"
 
 namespace tessera {
@@ -62,6 +63,13 @@ void print_plan(PlanCli& c) {
                 p.in_core() ? "window" : p.inputs_kept ? "largest chunk and the kept input" : "largest chunk");
     std::printf("I/O          reads %s, writes %s%s\n", format_bytes(p.read_bytes).c_str(), format_bytes(p.write_bytes).c_str(),
                 p.scratch_total > 0 ? " (scratch included)" : "");
+    // `unwrap`'s default --guide-window auto (docs/ARCHITECTURE.md 2.2); --guide-window 0 skips it.
+    const int64_t counted = census_rows(q.H, q.W);
+    std::printf("census       --guide-window auto (unwrap's default; 0 skips it): %lld of %lld plaquette rows, %s\n",
+                static_cast<long long>(counted), static_cast<long long>(q.H - 1),
+                p.in_core() ? "counted as the run reads them"
+                            : ("read first (about " + format_bytes(counted * q.W * (c.opt.coherence.empty() ? 4 : 8)) +
+                               " of the phase" + (c.opt.coherence.empty() ? "" : " and coherence") + ")").c_str());
     if (!c.opt.scratch.empty())
         std::printf("scratch      %s\n",
                     p.in_core() ? "none (the window is taken in one piece)"

@@ -57,6 +57,12 @@ ResidueCensus residue_census(const RegionArrays& a, const Window& own) {
     return n;
 }
 
+int64_t census_rows(int64_t H, int64_t W) {
+    int64_t n = 0;
+    for_each_band(Window{0, 0, H, W}, H, W, [&](const Window& at) { n += at.rows; });
+    return n;
+}
+
 int auto_guide_window(const ResidueCensus& image) {
     return 20 * image.residues > image.plaquettes ? kAutoGuideWindow : 0;
 }

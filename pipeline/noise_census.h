@@ -17,6 +17,9 @@ ResidueCensus residue_census(const PhaseSource& in, const Window& own);
 // and to the right, where the image goes on): an in-core run counts what it read.
 ResidueCensus residue_census(const RegionArrays& a, const Window& own);
 
+// How many of an H x W image's plaquette rows the census counts (every one up to 8192 rows).
+int64_t census_rows(int64_t H, int64_t W);
+
 // The window auto takes for the whole image's census: kAutoGuideWindow when residues lie on
 // more than 5 % of its plaquettes, else 0 (none).
 int auto_guide_window(const ResidueCensus& image);

@@ -129,6 +129,8 @@ TEST(StreamedUnwrap, ChunksGiveTheInCoreBitsWithinTheMemoryLimit) {
         ASSERT_EQ(plan.exit_code, 0) << plan.err;
         EXPECT_NE(plan.out.find("chunks of"), std::string::npos) << plan.out;
         EXPECT_EQ(plan.out.find("read once") != std::string::npos, limit == limits[1]) << plan.out;
+        EXPECT_NE(plan.out.find("census       --guide-window auto"), std::string::npos) << plan.out;  // section 2.2
+        EXPECT_NE(plan.out.find("plaquette rows, read first"), std::string::npos) << plan.out;
         const Measured m = run_measured(common + outs(tag) + " --memory-limit " + std::to_string(limit));
         ASSERT_EQ(m.exit_code, 0) << tag;
         EXPECT_GT(whole.peak_bytes, limit) << "the scene must not fit the limit in one piece";
