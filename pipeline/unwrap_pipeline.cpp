@@ -351,11 +351,10 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                                       coh_band, mask_band);
             in = owned.get();
         }
-        if (opt.guide_window != kGuideAuto && opt.guide_window > 1 &&
-            (opt.guide_window % 2 == 0 || opt.guide_window > kMaxGuideWindow))
-            throw InputError(opt.input, "--guide-window " + std::to_string(opt.guide_window) +
-                                            " must be auto, 0 (none) or odd, from 3 to " + std::to_string(kMaxGuideWindow));
-        if (opt.guide_window < kGuideAuto) throw InputError(opt.input, "--guide-window must be auto, 0 or odd, 3 to 99");
+        const int n = opt.guide_window;
+        if (n != kGuideAuto && (n < 0 || (n > 1 && (n % 2 == 0 || n > kMaxGuideWindow))))
+            throw InputError(opt.input, "--guide-window " + std::to_string(n) + " must be auto, 0 (none) or odd, from 3 to " +
+                                            std::to_string(kMaxGuideWindow));
         const RasterInfo& info = in->info();
         if (info.rows < 2 || info.cols < 2)
             throw InputError(opt.input, "image is " + std::to_string(info.cols) + "x" + std::to_string(info.rows) +
@@ -418,25 +417,25 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     // The guide (section 2.1), auto: from the census of the whole image (section 2.2), after every
     // check that reads nothing. In one piece the census counts the arrays the run reads (below); in
     // chunks it reads the phase first, its time the "census" entry (no line: a bad input is one).
-    rep.guide_window = opt.guide_window > 1 ? opt.guide_window : 0;
+    auto use_guide = [&](int n) {
+        rep.guide_window = n > 1 ? n : 0;
+        if (n <= 1) return;
+        guided = std::make_unique<GuidedSource>(*in, n);
+        in = guided.get();
+    };
     auto take_guide = [&](const ResidueCensus& mine) {
         rep.census = {comm.sum(mine.plaquettes), comm.sum(mine.residues)};
-        rep.guide_window = auto_guide_window(rep.census);
-        if (rep.guide_window > 1) {
-            guided = std::make_unique<GuidedSource>(*in, rep.guide_window);
-            in = guided.get();
-        }
+        use_guide(auto_guide_window(rep.census));
     };
-    if (opt.guide_window == kGuideAuto && !plan.in_core()) {
+    if (opt.guide_window != kGuideAuto) {
+        use_guide(opt.guide_window);
+    } else if (!plan.in_core()) {
         ResidueCensus mine;
         agree(comm, [&] { mine = residue_census(*in, own); });
         take_guide(mine);
         const auto now = clock::now();
         rep.times.push_back({"census", std::chrono::duration<double>(now - t_stage).count()});
         t_stage = now;
-    } else if (rep.guide_window > 1) {
-        guided = std::make_unique<GuidedSource>(*in, rep.guide_window);
-        in = guided.get();
     }
     // Every output goes to a unique temporary; rank 0 renames them all together at the end
     // (io/output_set.h). Created before any work so that a bad output path fails first.
