@@ -35,12 +35,24 @@
 #include "io/input_error.h"
 #include "io/mapped_chunks.h"
 #include "io/output_set.h"
+#include "kernels/ab_switch.h"
 #include "kernels/label_width.h"
 #include "kernels/lap.h"
 #include "kernels/vector_memory.h"
 #include "partition/comm.h"
 
 namespace tessera {
+
+namespace detail {
+enum class FailKind : int { kNone = 0, kInput = 1, kRuntime = 2, kInvalidArg = 3, kLogic = 4 };
+
+struct Failure {
+    FailKind kind = FailKind::kNone;
+    std::string message;  // for kInput: the problem only (the file is added when thrown)
+    explicit operator bool() const { return kind != FailKind::kNone; }
+};
+}  // namespace detail
+
 namespace {
 
 // ---------------------------------------------------------------------------
@@ -108,13 +120,8 @@ std::string hdf5_failure(const std::string& what) {
 // ---------------------------------------------------------------------------
 // Agreement across ranks
 
-enum class FailKind : int { kNone = 0, kInput = 1, kRuntime = 2, kInvalidArg = 3, kLogic = 4 };
-
-struct Failure {
-    FailKind kind = FailKind::kNone;
-    std::string message;  // for kInput: the problem only (the file is added when thrown)
-    explicit operator bool() const { return kind != FailKind::kNone; }
-};
+using detail::FailKind;
+using detail::Failure;
 
 // Collective: returns the failure of the lowest failing rank on every rank
 // (kNone everywhere when no rank failed). Costs one MPI_Allreduce on success.
@@ -291,6 +298,15 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
     silence_hdf5();
     const int rank = comm_.rank(), size = comm_.size();
     serial_ = size == 1;
+    // Several ranks on one node: rank 0 writes what every rank sends it (section 7; MPI-IO's
+    // collective writes took 8x as long there); across nodes, MPI-IO. TESSERA_HDF5_GATHER=0|1
+    // chooses (tests, A/B studies).
+    if (size > 1) {
+        const bool want = switch_is("TESSERA_HDF5_GATHER", "1") ||
+                          (!switch_is("TESSERA_HDF5_GATHER", "0") && comm_.one_node());
+        gather_ = comm_.min(int64_t{want}) == 1;
+        serial_ = gather_;
+    }
 
     // 1. Output directory and the temporary: rank 0 creates it exclusively (no link followed,
     //    never another run's) and every rank learns its name.
@@ -320,10 +336,10 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
     }
 
     // 2. Create the temporary (H5F_ACC_TRUNC on rank 0's empty file) collectively with the MPI-IO driver; one rank alone (a frame of a
-    //    batch, a one-rank run) writes through the POSIX driver: no MPI-IO layer, chunks
-    //    allocated as they are written.
+    //    batch, a one-rank run, rank 0 when gathered) writes through the POSIX driver: no MPI-IO
+    //    layer, chunks allocated as they are written.
     local = {};
-    {
+    if (writer()) {
         Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
         hid_t fid = -1;
         if (!fapl.ok() ||
@@ -379,24 +395,12 @@ Hdf5Writer::~Hdf5Writer() {
 }
 
 template <typename T>
-void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const T* data,
-                               int64_t stride, const std::vector<Attribute>& attrs, size_t src_elem) {
-    Failure local;
-    if (committed_ || file_ < 0)
-        local = {FailKind::kLogic, "Hdf5Writer: write of '" + name + "' after commit()"};
-    else if (std::string e = check_window(name, own, data, stride, rows_, cols_); !e.empty())
-        local = {FailKind::kInvalidArg, "Hdf5Writer: " + e};
-    else if (std::string e2 = check_attributes(attrs); !e2.empty())
-        local = {FailKind::kInvalidArg, "Hdf5Writer: dataset '" + name + "': " + e2};
-    if (Failure f = agree(comm_, local)) {
-        failed_together_ = true;
-        throw_failure(f, path_);
-    }
-
+Failure Hdf5Writer::write_window(const std::string& name, const Window& own, const T* data, int64_t stride,
+                                 const std::vector<Attribute>& attrs, size_t src_elem, bool may_exist,
+                                 const char*& how) {
     const hid_t type = native_type<T>();
     const std::string where = "HDF5: dataset '" + name + "' of '" + tmp_path_ + "'";
-    Lap took;
-    const char* how = "through the library";
+    Failure local;
     auto fail = [&](const std::string& what) { local = {FailKind::kRuntime, hdf5_failure(where + ": " + what)}; };
 
     // Every step is collective and fails alike on every rank; the first failure
@@ -424,7 +428,7 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         // A dataset written before (a chunked run's earlier windows, section 5.1): this window
         // into it; it was created, with its attributes, by the first.
         Handle dset;
-        const htri_t exists = windowed_ ? H5Lexists(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT) : 0;
+        const htri_t exists = may_exist ? H5Lexists(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT) : 0;
         if (exists < 0) { fail("cannot look up"); break; }
         if (exists > 0) {
             dset.reset(H5Dopen2(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
@@ -532,15 +536,142 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
     if (restore_bounds && H5Fset_libver_bounds(static_cast<hid_t>(file_), H5F_LIBVER_V18, H5F_LIBVER_V110) < 0 && !local)
         fail("cannot restore the file format's version bounds");
 
+    return local;
+}
+
+// Section 7, several ranks on one node: each rank sends its window to rank 0 in bands of whole
+// chunk rows (about 256 MiB of a band at a time); rank 0 writes a band the windows cover whole
+// as one rank writes (mapped, or compressed chunk by chunk on its threads), else each window's
+// part of it through the library. A failure on rank 0 stops its writing, not the bands' sends:
+// every rank reaches the agreement after the last band.
+template <typename T>
+Failure Hdf5Writer::write_gathered(const std::string& name, const Window& own, const T* data, int64_t stride,
+                                   const std::vector<Attribute>& attrs, size_t src_elem, const char*& how) {
+    struct Rect {
+        int64_t row0, col0, rows, cols;
+    };
+    constexpr int kTag = 7307;
+    const Rect mine = own.size() > 0 ? Rect{own.row0, own.col0, own.rows, own.cols} : Rect{0, 0, 0, 0};
+    const std::vector<Rect> rects = comm_.allgatherv(std::vector<Rect>{mine});
+    const int self = comm_.rank();
+    const bool root = self == 0;
+    if (!root) how = "by rank 0";
+    int64_t lo = rows_, hi = 0;
+    for (const Rect& r : rects)
+        if (r.rows > 0 && r.cols > 0) lo = std::min(lo, r.row0), hi = std::max(hi, r.row0 + r.rows);
+    const int64_t cr = std::min<int64_t>(512, rows_);  // the chunk height (write_window)
+    const int64_t row_bytes = cols_ * static_cast<int64_t>(src_elem);
+    // A band's bytes: less in a chunked run, whose memory plan leaves the writer little.
+    const int64_t target = windowed_ ? int64_t{64} << 20 : int64_t{256} << 20;
+    const int64_t band = std::max<int64_t>(1, target / (row_bytes * cr)) * cr;
+
+    Failure local;
+    try {
+        const size_t need = static_cast<size_t>(std::min(band, rows_) * row_bytes);
+        if (root && hi > lo && band_.size() < need) band_.resize(need);
+    } catch (const std::bad_alloc&) {
+        local = {FailKind::kRuntime, "cannot hold a band of '" + name + "' to write (" +
+                                         std::to_string(std::min(band, rows_) * row_bytes) + " bytes)"};
+    }
+    if (Failure f = agree(comm_, local)) return f;
+    if (hi <= lo) return root ? write_window(name, Window{}, data, stride, attrs, sizeof(T), windowed_, how) : local;
+
+    unsigned char* buf = band_.data();
+    const auto* src = reinterpret_cast<const unsigned char*>(data);
+    const size_t in_row = static_cast<size_t>(stride) * src_elem;
+    bool written = false;  // the dataset exists once rank 0 wrote a first part
+    for (int64_t b0 = lo / cr * cr, b1 = 0; b0 < hi; b0 = b1) {
+        // Bands of whole chunk rows; where the windows begin or end inside one, that chunk row
+        // alone (so that the whole ones around it are written whole).
+        b1 = std::min(b0 + band, rows_);
+        if (b0 < lo)
+            b1 = std::min(b1, (lo + cr - 1) / cr * cr);
+        else if (b1 > hi && hi / cr * cr > b0)
+            b1 = hi / cr * cr;
+        auto part = [&](const Rect& r, int64_t& r0, int64_t& r1) {  // rows [r0, r1) of r in this band
+            r0 = std::max(b0, r.row0), r1 = std::min(b1, r.row0 + r.rows);
+            return r.cols > 0 && r1 > r0;
+        };
+        int64_t r0 = 0, r1 = 0;
+        if (!root) {  // the rows in place, straight into rank 0's band
+            if (part(rects[static_cast<size_t>(self)], r0, r1))
+                comm_.send_rows(src + static_cast<size_t>(r0 - own.row0) * in_row, r1 - r0,
+                                static_cast<size_t>(own.cols) * src_elem, in_row, 0, kTag);
+            continue;
+        }
+        int64_t covered = 0;
+        for (size_t s = 0; s < rects.size(); ++s) {
+            const Rect& x = rects[s];
+            if (!part(x, r0, r1)) continue;
+            covered += (r1 - r0) * x.cols;
+            const size_t w = static_cast<size_t>(x.cols) * src_elem;
+            unsigned char* to = buf + static_cast<size_t>((r0 - b0) * row_bytes) + static_cast<size_t>(x.col0) * src_elem;
+            if (s != 0) {
+                comm_.recv_rows(to, r1 - r0, w, static_cast<size_t>(row_bytes), static_cast<int>(s), kTag);
+                continue;
+            }
+#pragma omp parallel for schedule(static)
+            for (int64_t r = r0; r < r1; ++r)
+                std::memcpy(to + static_cast<size_t>((r - r0) * row_bytes), src + static_cast<size_t>(r - own.row0) * in_row, w);
+        }
+        if (local) continue;
+        if (covered == (b1 - b0) * cols_ && (b1 % cr == 0 || b1 == rows_)) {  // whole chunk rows
+            local = write_window(name, Window{b0, 0, b1 - b0, cols_}, reinterpret_cast<const T*>(buf), cols_,
+                                 attrs, src_elem, windowed_ || written, how);
+            written = true;
+            continue;
+        }
+        std::vector<T> wide;
+        for (const Rect& x : rects) {
+            if (local || !part(x, r0, r1)) continue;
+            const unsigned char* at = buf + static_cast<size_t>((r0 - b0) * row_bytes) + static_cast<size_t>(x.col0) * src_elem;
+            const T* p = reinterpret_cast<const T*>(at);
+            int64_t pitch = cols_;
+            if (src_elem != sizeof(T)) {  // narrow labels: the library takes them 4 bytes wide
+                wide.resize(static_cast<size_t>((r1 - r0) * x.cols));
+                with_label_type(static_cast<int>(src_elem), [&](auto l) {
+                    for (int64_t r = 0; r < r1 - r0; ++r)
+                        std::copy_n(reinterpret_cast<const decltype(l)*>(at + static_cast<size_t>(r * row_bytes)), x.cols,
+                                    wide.data() + r * x.cols);
+                });
+                p = wide.data(), pitch = x.cols;
+            }
+            local = write_window(name, Window{r0, x.col0, r1 - r0, x.cols}, p, pitch, attrs, sizeof(T),
+                                 windowed_ || written, how);
+            written = true;
+        }
+    }
+    return local;
+}
+
+template <typename T>
+void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const T* data,
+                               int64_t stride, const std::vector<Attribute>& attrs, size_t src_elem) {
+    Failure local;
+    if (committed_ || (writer() && file_ < 0))
+        local = {FailKind::kLogic, "Hdf5Writer: write of '" + name + "' after commit()"};
+    else if (std::string e = check_window(name, own, data, stride, rows_, cols_); !e.empty())
+        local = {FailKind::kInvalidArg, "Hdf5Writer: " + e};
+    else if (std::string e2 = check_attributes(attrs); !e2.empty())
+        local = {FailKind::kInvalidArg, "Hdf5Writer: dataset '" + name + "': " + e2};
+    if (Failure f = agree(comm_, local)) {
+        failed_together_ = true;
+        throw_failure(f, path_);
+    }
+
+    Lap took;
+    const char* how = "through the library";
+    local = gather_ ? write_gathered(name, own, data, stride, attrs, src_elem, how)
+                    : write_window(name, own, data, stride, attrs, src_elem, windowed_, how);
     if (Failure f = agree(comm_, local)) {
         failed_together_ = true;
         throw_failure(f, path_);
     }
     failed_together_ = false;
     if (trace_on())
-        std::fprintf(stderr, "tessera: hdf5 %-22s %9.1f MB %s in %8.1f ms\n", name.c_str(),
-                     static_cast<double>(std::max<int64_t>(own.size(), 0)) * static_cast<double>(sizeof(T)) / 1e6, how,
-                     took.next_ms());
+        std::fprintf(stderr, "tessera: hdf5 %-22s %9.1f MB %s%s in %8.1f ms\n", name.c_str(),
+                     static_cast<double>(std::max<int64_t>(own.size(), 0)) * static_cast<double>(sizeof(T)) / 1e6,
+                     gather_ ? "sent to rank 0, written " : "", how, took.next_ms());
 }
 
 void Hdf5Writer::write_f32(const std::string& name, const Window& own, const float* data,
@@ -554,7 +685,7 @@ void Hdf5Writer::write_u32(const std::string& name, const Window& own, const uin
 void Hdf5Writer::write_labels(const std::string& name, const Window& own, const void* data, int bytes,
                                int64_t stride, const std::vector<Attribute>& attrs) {
     with_label_type(bytes, [](auto) {});  // throws std::invalid_argument for another width
-    if (bytes == 4 || writes_own_chunks(own) || stride < own.cols) {  // (the last: write_dataset reports it)
+    if (bytes == 4 || gather_ || writes_own_chunks(own) || stride < own.cols) {  // (the last: write_dataset reports it)
         write_dataset(name, own, static_cast<const uint32_t*>(data), stride, attrs, static_cast<size_t>(bytes));
         return;
     }
@@ -585,9 +716,9 @@ void Hdf5Writer::write_u8(const std::string& name, const Window& own, const uint
 
 void Hdf5Writer::collective_step(const std::string& what, const std::function<std::string()>& step) {
     Failure local;
-    if (committed_ || file_ < 0) {
+    if (committed_ || (writer() && file_ < 0)) {
         local = {FailKind::kLogic, "Hdf5Writer: " + what + " after commit()"};
-    } else if (std::string e = step(); !e.empty()) {
+    } else if (std::string e = writer() ? step() : std::string(); !e.empty()) {
         local = {FailKind::kRuntime, hdf5_failure("HDF5: " + what + " of '" + tmp_path_ + "': " + e)};
     }
     if (Failure f = agree(comm_, local)) {
@@ -642,6 +773,7 @@ bool Hdf5Writer::has_dataset(const std::string& name) {
         exists = H5Lexists(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT);
         return exists < 0 ? "cannot look up" : "";
     });
+    if (gather_) comm_.bcast(exists, 0);
     return exists > 0;
 }
 
@@ -669,11 +801,11 @@ void Hdf5Writer::attach_dimensions(const std::string& name, const std::vector<st
 
 void Hdf5Writer::write_attributes(const std::vector<Attribute>& attrs) {
     Failure local;
-    if (committed_ || file_ < 0) {
+    if (committed_ || (writer() && file_ < 0)) {
         local = {FailKind::kLogic, "Hdf5Writer: write_attributes after commit()"};
     } else if (std::string e = check_attributes(attrs); !e.empty()) {
         local = {FailKind::kInvalidArg, "Hdf5Writer: root group: " + e};
-    } else {
+    } else if (writer()) {
         Handle root(H5Gopen2(static_cast<hid_t>(file_), "/", H5P_DEFAULT), H5Gclose);
         if (!root.ok())
             local = {FailKind::kRuntime, hdf5_failure("HDF5: cannot open '/' of '" + tmp_path_ + "'")};
@@ -689,13 +821,13 @@ void Hdf5Writer::write_attributes(const std::vector<Attribute>& attrs) {
 
 void Hdf5Writer::commit() {
     Failure local;
-    if (committed_ || file_ < 0) local = {FailKind::kLogic, "Hdf5Writer: commit() called twice"};
+    if (committed_ || (writer() && file_ < 0)) local = {FailKind::kLogic, "Hdf5Writer: commit() called twice"};
     if (Failure f = agree(comm_, local)) {
         failed_together_ = true;
         throw_failure(f, path_);
     }
-    // Close on every rank (collective: flushes metadata, closes the MPI file).
-    if (H5Fclose(static_cast<hid_t>(file_)) < 0)
+    // Close on every rank that holds it (collective under MPI-IO: flushes metadata, closes the MPI file).
+    if (writer() && H5Fclose(static_cast<hid_t>(file_)) < 0)
         local = {FailKind::kRuntime, hdf5_failure("HDF5: closing '" + tmp_path_ + "' failed")};
     file_ = -1;
     // agree() is an MPI_Allreduce: every rank has closed when it returns (the barrier).

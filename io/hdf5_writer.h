@@ -12,9 +12,14 @@
 #include <vector>
 
 #include "kernels/types.h"
+#include "kernels/vector_memory.h"
 #include "partition/comm.h"
 
 namespace tessera {
+
+namespace detail {
+struct Failure;  // a write's verdict on one rank (io/hdf5_writer.cpp)
+}
 
 using AttrValue = std::variant<int64_t, double, std::string, std::vector<double>>;
 
@@ -96,10 +101,23 @@ public:
 private:
     // Runs `step` (returns "" or what failed) on every rank and agrees on the verdict.
     void collective_step(const std::string& what, const std::function<std::string()>& step);
-    // src_elem: bytes of data's elements, narrower than T only where writes_own_chunks(own).
+    // src_elem: bytes of data's elements, narrower than T only where writes_own_chunks(own) or
+    // gather_.
     template <typename T>
     void write_dataset(const std::string& name, const Window& own, const T* data, int64_t stride,
                        const std::vector<Attribute>& attrs, size_t src_elem = sizeof(T));
+    // This process's write of `own` into the dataset (created, with `attrs`, unless it exists and
+    // may_exist): not collective where serial_. `how` says which way it went.
+    template <typename T>
+    detail::Failure write_window(const std::string& name, const Window& own, const T* data, int64_t stride,
+                         const std::vector<Attribute>& attrs, size_t src_elem, bool may_exist, const char*& how);
+    // gather_: every rank's window sent to rank 0 in bands of whole chunk rows, which rank 0 writes
+    // as one rank writes (a band covered whole), else window by window.
+    template <typename T>
+    detail::Failure write_gathered(const std::string& name, const Window& own, const T* data, int64_t stride,
+                           const std::vector<Attribute>& attrs, size_t src_elem, const char*& how);
+    // Whether this rank holds the file (every rank under MPI-IO; rank 0 alone when gathered).
+    bool writer() const { return !gather_ || comm_.rank() == 0; }
     // One rank writing whole rows of chunks (the whole image, or a chunked run's window of full
     // rows, section 5.1): chunks gathered (and compressed) on the host's threads.
     bool writes_own_chunks(const Window& own) const {
@@ -110,7 +128,9 @@ private:
 
     std::string path_, tmp_path_;
     Comm comm_;  // its collectives (agreements); comm_.get() for MPI-IO
-    bool serial_ = false;  // one rank: the POSIX driver, no MPI-IO
+    bool serial_ = false;  // one rank writes: the POSIX driver, no MPI-IO
+    bool gather_ = false;  // several ranks, rank 0 the one that writes (ARCHITECTURE.md section 7)
+    UntouchedVector<unsigned char> band_;  // rank 0's band when gathered, kept from dataset to dataset
     int64_t rows_, cols_;
     int64_t file_ = -1;  // hid_t
     bool committed_ = false;

@@ -186,6 +186,27 @@ public:
     void recv(void* data, size_t bytes, int source, int tag) {
         check(MPI_Recv(data, nbytes<char>(bytes), MPI_BYTE, source, tag, comm_, MPI_STATUS_IGNORE));
     }
+    // `rows` rows of `row_bytes` bytes, `pitch` bytes apart, sent or received in place (no packing).
+    void send_rows(const void* data, int64_t rows, size_t row_bytes, size_t pitch, int dest, int tag) {
+        RowsType t(rows, row_bytes, pitch);
+        check(MPI_Send(data, 1, t.type, dest, tag, comm_));
+        bytes_sent_ += rows * static_cast<int64_t>(row_bytes);
+    }
+    void recv_rows(void* data, int64_t rows, size_t row_bytes, size_t pitch, int source, int tag) {
+        RowsType t(rows, row_bytes, pitch);
+        check(MPI_Recv(data, 1, t.type, source, tag, comm_, MPI_STATUS_IGNORE));
+    }
+
+    // Whether every rank runs on one node (shares memory with the others). Collective.
+    bool one_node() {
+        if (size_ == 1) return true;
+        MPI_Comm node;
+        check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+        int n = 0;
+        check(MPI_Comm_size(node, &n));
+        check(MPI_Comm_free(&node));
+        return min(int64_t{n}) == size_;
+    }
 
     int64_t sum(int64_t v) { return reduce(v, MPI_SUM); }
     int64_t max(int64_t v) { return reduce(v, MPI_MAX); }
@@ -275,6 +296,17 @@ private:
         bytes_sent_ += sizeof(T);
         return out;
     }
+    struct RowsType {  // an MPI datatype of strided rows, freed at scope end
+        MPI_Datatype type = MPI_DATATYPE_NULL;
+        RowsType(int64_t rows, size_t row_bytes, size_t pitch) {
+            check(MPI_Type_create_hvector(nelems(static_cast<size_t>(rows)), nbytes<char>(row_bytes),
+                                          static_cast<MPI_Aint>(pitch), MPI_BYTE, &type));
+            check(MPI_Type_commit(&type));
+        }
+        ~RowsType() { MPI_Type_free(&type); }
+        RowsType(const RowsType&) = delete;
+        RowsType& operator=(const RowsType&) = delete;
+    };
     static void check(int rc) {
         if (rc != MPI_SUCCESS) throw std::runtime_error("MPI call failed (code " + std::to_string(rc) + ")");
     }

@@ -16,8 +16,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -223,7 +225,47 @@ int main(int argc, char** argv) {
         if (g_rank == 0 && (fs::exists(out2) || !temporaries_of(out2).empty()))
             fail("an uncommitted writer left a file");
 
-        // 3. A missing output directory: an InputError naming the path on every rank.
+        // 3. A chunked run's windows (set_windowed): column blocks, rows in two writes that end
+        //    and begin inside a chunk row, labels 2 bytes wide. Gathered, rank 0 writes the
+        //    whole chunk rows whole and the rest window by window; either way every pixel.
+        const std::string out4 = out + ".4.h5";
+        {
+            const int64_t c0 = kCols * g_rank / g_size, c1 = kCols * (g_rank + 1) / g_size;
+            std::vector<float> p4(static_cast<size_t>(kRows * kStride));
+            std::vector<uint16_t> l4(p4.size());
+            for (int64_t r = 0; r < kRows; ++r)
+                for (int64_t c = c0; c < c1; ++c) {
+                    p4[static_cast<size_t>(r * kStride + c - c0)] = phase_at(r, c);
+                    l4[static_cast<size_t>(r * kStride + c - c0)] = static_cast<uint16_t>(label_at(r, c) % 60000);
+                }
+            Hdf5Writer w(out4, MPI_COMM_WORLD, kRows, kCols);
+            w.set_windowed(true);
+            for (const auto& [r0, r1] : {std::pair<int64_t, int64_t>{0, 700}, {700, kRows}}) {
+                const Window win{r0, c0, r1 - r0, c1 - c0};
+                w.write_f32("unwrapped_phase", win, p4.data() + r0 * kStride, kStride, {});
+                w.write_labels("connected_components", win, l4.data() + r0 * kStride, 2, kStride, {});
+            }
+            w.commit();
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (g_rank == 0) {
+            hid_t f = H5Fopen(out4.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+            if (f < 0) {
+                fail("cannot open " + out4);
+            } else {
+                auto ph4 = read_all<float>(f, "unwrapped_phase", H5T_NATIVE_FLOAT);
+                auto lab4 = read_all<uint32_t>(f, "connected_components", H5T_NATIVE_UINT32);
+                int64_t bad = 0;
+                for (int64_t i = 0; i < kRows * kCols && !ph4.empty() && !lab4.empty(); ++i)
+                    bad += ph4[static_cast<size_t>(i)] != phase_at(i / kCols, i % kCols) ||
+                           lab4[static_cast<size_t>(i)] != label_at(i / kCols, i % kCols) % 60000;
+                if (bad) fail("windowed column blocks: " + std::to_string(bad) + " wrong pixels");
+                H5Fclose(f);
+            }
+            std::remove(out4.c_str());
+        }
+
+        // 4. A missing output directory: an InputError naming the path on every rank.
         const std::string out3 = (dir / "no_such_directory" / "x.h5").string();
         std::string msg = expect_throw<tessera::InputError>("missing directory", [&] {
             Hdf5Writer w(out3, MPI_COMM_WORLD, kRows, kCols);
