@@ -249,25 +249,38 @@ def run_scene(tools, rows_out, scene, size, d, rows, cols, phase, coh, mask, gol
 # ---------------------------------------------------------------- scenes
 
 
+def scene_size(text):
+    """N (an N x N scene) or ROWSxCOLS."""
+    m = re.fullmatch(r"(\d+)(?:x(\d+))?", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r}: a size is N or ROWSxCOLS")
+    return int(m.group(1)), int(m.group(2) or m.group(1))
+
+
+def size_text(rows, cols):
+    return f"{rows}²" if rows == cols else f"{rows}x{cols}"
+
+
 def synth_scenes(tools, rows_out, work):
     a = tools.a
     for n in a.sizes:
+        rows, cols = n
         for case in a.cases:
             for seed in a.seeds or [None]:  # --seeds: these seeds for every case, each a scene of its own
                 name = case if seed is None else f"{case} seed {seed}"
-                d = os.path.join(work, f"{case}{n}")
+                d = os.path.join(work, f"{case}{rows}x{cols}")
                 os.makedirs(d)
-                run([a.after, "synth", "--case", case, "--size", f"{n}x{n}", "--seed", str(SEEDS[case] if seed is None else seed), d])
+                run([a.after, "synth", "--case", case, "--size", f"{rows}x{cols}", "--seed", str(SEEDS[case] if seed is None else seed), d])
                 wrapped, coh = os.path.join(d, f"{case}_wrapped.tif"), os.path.join(d, f"{case}_coherence.tif")
                 truth = os.path.join(d, "truth.f32")
-                tif_to_f32(os.path.join(d, f"{case}_truth.tif"), truth, n, n)
-                phase = tif_to_f32(wrapped, os.path.join(d, "wrapped.f32"), n, n)
-                cohv = tif_to_f32(coh, os.path.join(d, "coh.f32"), n, n)
+                tif_to_f32(os.path.join(d, f"{case}_truth.tif"), truth, rows, cols)
+                phase = tif_to_f32(wrapped, os.path.join(d, "wrapped.f32"), rows, cols)
+                cohv = tif_to_f32(coh, os.path.join(d, "coh.f32"), rows, cols)
                 gold_coh = write_envi(os.path.join(d, "wrapped_coh.f32"),
                                       np.where(cohv >= MIN_COH, phase, np.float32(np.nan)).astype(np.float32))
                 del phase, cohv
                 for use_coh in (False, True):
-                    run_scene(tools, rows_out, name, f"{n}²", d, n, n, wrapped,
+                    run_scene(tools, rows_out, name, size_text(rows, cols), d, rows, cols, wrapped,
                               os.path.join(d, "coh.f32") if use_coh else None, None,
                               gold_coh if use_coh else os.path.join(d, "wrapped.f32"), None, truth,
                               score_coh=os.path.join(d, "coh.f32"))
@@ -364,7 +377,8 @@ def binary_note(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096])
+    ap.add_argument("--sizes", type=scene_size, nargs="+", default=[(1024, 1024), (2048, 2048), (4096, 4096)],
+                    help="N (N x N) or ROWSxCOLS; the lake scene only at square sizes")
     ap.add_argument("--lake-sizes", type=int, nargs="*", default=None,
                     help="sizes of the lake scene (default: the --sizes <= 2048)")
     ap.add_argument("--cases", nargs="+", default=CASES, choices=CASES + EXTRA_CASES)
@@ -391,7 +405,7 @@ def main():
     global TIMEOUT
     TIMEOUT = a.timeout
     if a.lake_sizes is None:
-        a.lake_sizes = [n for n in a.sizes if n <= 2048]
+        a.lake_sizes = [r for r, c in a.sizes if r == c and r <= 2048]
     a.after = os.path.abspath(a.after)
     a.before = a.before if a.before == "none" else os.path.abspath(a.before)
     for k in SEEDS:

@@ -63,16 +63,7 @@ for n in $sizes; do
   rm -f "$d"/*.tif "$d"/out.h5
 done
 if [ -n "$mosaic" ]; then
-  R=${mosaic%x*} C=${mosaic#*x}; br=$((R / 8)) bc=$((C / 8))
-  tessera synth --overwrite --case topo --size ${br}x${bc} --seed 3 "$d" >/dev/null
-  # Eight copies side by side and eight rows of them: a VRT of sources placed by hand.
-  {
-    echo "<VRTDataset rasterXSize=\"$C\" rasterYSize=\"$R\"><VRTRasterBand dataType=\"Float32\" band=\"1\">"
-    for i in 0 1 2 3 4 5 6 7; do for j in 0 1 2 3 4 5 6 7; do
-      echo "<SimpleSource><SourceFilename relativeToVRT=\"1\">topo_wrapped.tif</SourceFilename><SourceBand>1</SourceBand><SrcRect xOff=\"0\" yOff=\"0\" xSize=\"$bc\" ySize=\"$br\"/><DstRect xOff=\"$((j * bc))\" yOff=\"$((i * br))\" xSize=\"$bc\" ySize=\"$br\"/></SimpleSource>"
-    done; done
-    echo "</VRTRasterBand></VRTDataset>"
-  } > "$d/mosaic.vrt"
+  . "$(dirname "$0")/mosaic_scene.sh"
   tessera plan "$d/mosaic.vrt" --backend cuda
   # The kernel's dirty-page limits: pass 3 writes ~23 GiB, near a 128 GB host's default thresholds.
   for k in dirty_ratio dirty_background_ratio dirty_bytes dirty_background_bytes; do
