@@ -599,6 +599,15 @@ Failure Hdf5Writer::write_gathered(const std::string& name, const Window& own, c
                                 static_cast<size_t>(own.cols) * src_elem, in_row, 0, kTag);
             continue;
         }
+        if (const Rect& x = rects[0]; x.col0 == 0 && x.cols == cols_ && x.row0 <= b0 && x.row0 + x.rows >= b1) {
+            // Rank 0's own rows alone: written from where they are, no copy.
+            if (!local)
+                local = write_window(name, Window{b0, 0, b1 - b0, cols_},
+                                     reinterpret_cast<const T*>(src + static_cast<size_t>(b0 - own.row0) * in_row), stride,
+                                     attrs, src_elem, windowed_ || written, how);
+            written = true;
+            continue;
+        }
         int64_t covered = 0;
         for (size_t s = 0; s < rects.size(); ++s) {
             const Rect& x = rects[s];

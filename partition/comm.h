@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -187,12 +188,23 @@ public:
         check(MPI_Recv(data, nbytes<char>(bytes), MPI_BYTE, source, tag, comm_, MPI_STATUS_IGNORE));
     }
     // `rows` rows of `row_bytes` bytes, `pitch` bytes apart, sent or received in place (no packing).
+    // Rows that follow each other go as plain bytes (the MPI's single-copy path).
     void send_rows(const void* data, int64_t rows, size_t row_bytes, size_t pitch, int dest, int tag) {
+        const size_t n = static_cast<size_t>(rows) * row_bytes;
+        if (pitch == row_bytes && n <= static_cast<size_t>(std::numeric_limits<int>::max())) {
+            send(data, n, dest, tag);
+            return;
+        }
         RowsType t(rows, row_bytes, pitch);
         check(MPI_Send(data, 1, t.type, dest, tag, comm_));
-        bytes_sent_ += rows * static_cast<int64_t>(row_bytes);
+        bytes_sent_ += static_cast<int64_t>(n);
     }
     void recv_rows(void* data, int64_t rows, size_t row_bytes, size_t pitch, int source, int tag) {
+        const size_t n = static_cast<size_t>(rows) * row_bytes;
+        if (pitch == row_bytes && n <= static_cast<size_t>(std::numeric_limits<int>::max())) {
+            recv(data, n, source, tag);
+            return;
+        }
         RowsType t(rows, row_bytes, pitch);
         check(MPI_Recv(data, 1, t.type, source, tag, comm_, MPI_STATUS_IGNORE));
     }
