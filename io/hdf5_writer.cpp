@@ -299,7 +299,7 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
     const int rank = comm_.rank(), size = comm_.size();
     serial_ = size == 1;
     // Several ranks on one node: rank 0 writes what every rank sends it (section 7; MPI-IO's
-    // collective writes took 8x as long there); across nodes, MPI-IO. TESSERA_HDF5_GATHER=0|1
+    // collective writes took 7-10x one rank's there); across nodes, MPI-IO. TESSERA_HDF5_GATHER=0|1
     // chooses (tests, A/B studies).
     if (size > 1) {
         const bool want = switch_is("TESSERA_HDF5_GATHER", "1") ||
@@ -403,7 +403,7 @@ Failure Hdf5Writer::write_window(const std::string& name, const Window& own, con
     Failure local;
     auto fail = [&](const std::string& what) { local = {FailKind::kRuntime, hdf5_failure(where + ": " + what)}; };
 
-    // Every step is collective and fails alike on every rank; the first failure
+    // Under MPI-IO every step is collective and fails alike on every rank; the first failure
     // skips the rest and the verdict is agreed on below.
     bool restore_bounds = false;  // the file's version bounds, raised for a mapped dataset's creation
     do {
