@@ -32,8 +32,8 @@ private:
 // Connected sets of residues, coarsely: cells of side radius + 1 (two residues a candidate edge
 // joins lie in the same or 8-adjacent cells) joined when adjacent or when residues in them
 // touch one lake. Every candidate-connected set lies in one class, so a class is closed under
-// candidate edges. Cells are found in a dense table over the residues' box of cells (4 bytes a
-// cell of (R + 1)^2 pixels): a sorted key list searched per residue took 0.3 s of a 2-rank 8192²
+// candidate edges (so are those of larger cells). Cells are found in a dense table over the
+// residues' box of cells: a sorted key list searched per residue took 0.3 s of a 2-rank 8192²
 // run, serially. A class is known by its least cell, whatever the order of the joins.
 class CellClasses {
 public:
@@ -43,14 +43,21 @@ public:
             for (const ClusterResidue& x : a) f(x);
             for (const ClusterResidue& x : b) f(x);
         };
-        int64_t y0 = std::numeric_limits<int64_t>::max(), y1 = -1, x0 = y0, x1 = -1;
+        int64_t r0 = std::numeric_limits<int64_t>::max(), r1 = -1, c0 = r0, c1 = -1;
         each([&](const ClusterResidue& x) {
-            y0 = std::min<int64_t>(y0, x.res.r / side), y1 = std::max<int64_t>(y1, x.res.r / side);
-            x0 = std::min<int64_t>(x0, x.res.c / side), x1 = std::max<int64_t>(x1, x.res.c / side);
+            r0 = std::min<int64_t>(r0, x.res.r), r1 = std::max<int64_t>(r1, x.res.r);
+            c0 = std::min<int64_t>(c0, x.res.c), c1 = std::max<int64_t>(c1, x.res.c);
         });
-        if (y1 < 0) return;
-        y0_ = y0, x0_ = x0, nx_ = x1 - x0 + 1;
-        const int64_t ny = y1 - y0 + 1;
+        if (r1 < 0) return;
+        // Cells twice as wide while the table would pass 4 entries a residue (and 4 M): coarser
+        // classes are still closed under candidate edges; few residues far apart cost no memory.
+        // (TESSERA_CLASS_TABLE=N: at most N entries, for the tests of coarser cells.)
+        const char* cap = std::getenv("TESSERA_CLASS_TABLE");
+        const int64_t most = cap ? std::max<int64_t>(1, std::atoll(cap))
+                                 : std::max<int64_t>(4 * static_cast<int64_t>(a.size() + b.size()), int64_t{1} << 22);
+        while ((r1 / side_ - r0 / side_ + 1) * (c1 / side_ - c0 / side_ + 1) > most) side_ *= 2;
+        y0_ = r0 / side_, x0_ = c0 / side_, nx_ = c1 / side_ - x0_ + 1;
+        const int64_t ny = r1 / side_ - y0_ + 1;
         cell_.assign(static_cast<size_t>(ny * nx_), -1);
         each([&](const ClusterResidue& x) { cell_[slot(x.res.r, x.res.c)] = 0; });
         int32_t n = 0;

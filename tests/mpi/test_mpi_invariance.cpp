@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -124,6 +125,17 @@ TEST_P(MpiSynth, BitIdenticalToOneRank) {
             o.max_pair_distance = c.radius;
             expect_same_as_one_rank(o, g);
         }
+    // The classes' cells made coarser (a table of at most 64 cells, partition/matching.cpp), radius 1:
+    // still closed under candidate edges, the same bits.
+    setenv("TESSERA_CLASS_TABLE", "64", 1);
+    for (const std::string& g : grids()) {
+        UnwrapOptions o = options(dir + "/" + GetParam() + "_wrapped.tif", dir + "/out.h5", 50);
+        o.coherence = dir + "/" + GetParam() + "_coherence.tif";
+        o.min_coherence = 0.3;
+        o.max_pair_distance = 1;
+        expect_same_as_one_rank(o, g);
+    }
+    unsetenv("TESSERA_CLASS_TABLE");
 }
 
 // Masked lakes in a smooth scene, one across the middle of every rank grid (2x2: all four
