@@ -283,6 +283,16 @@ std::string check_window(const std::string& name, const Window& own, const void*
     return os.str();
 }
 
+// Labels `bytes` wide (rows x cols, rows `pitch` bytes apart) into 4-byte ones, packed.
+template <class Out>
+void widen_labels(const unsigned char* src, size_t pitch, int bytes, int64_t rows, int64_t cols, Out* out) {
+    with_label_type(bytes, [&](auto l) {
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < rows; ++r)
+            std::copy_n(reinterpret_cast<const decltype(l)*>(src + static_cast<size_t>(r) * pitch), cols, out + r * cols);
+    });
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -599,17 +609,11 @@ Failure Hdf5Writer::write_gathered(const std::string& name, const Window& own, c
                                 static_cast<size_t>(own.cols) * src_elem, in_row, 0, kTag);
             continue;
         }
-        if (const Rect& x = rects[0]; x.col0 == 0 && x.cols == cols_ && x.row0 <= b0 && x.row0 + x.rows >= b1) {
-            // Rank 0's own rows alone: written from where they are, no copy.
-            if (!local)
-                local = write_window(name, Window{b0, 0, b1 - b0, cols_},
-                                     reinterpret_cast<const T*>(src + static_cast<size_t>(b0 - own.row0) * in_row), stride,
-                                     attrs, src_elem, windowed_ || written, how);
-            written = true;
-            continue;
-        }
-        int64_t covered = 0;
-        for (size_t s = 0; s < rects.size(); ++s) {
+        // Rank 0's own rows alone are written from where they are, no copy; else the band is assembled.
+        const Rect& r0_own = rects[0];
+        const bool own_band = r0_own.col0 == 0 && r0_own.cols == cols_ && r0_own.row0 <= b0 && r0_own.row0 + r0_own.rows >= b1;
+        int64_t covered = own_band ? (b1 - b0) * cols_ : 0;
+        for (size_t s = 0; s < rects.size() && !own_band; ++s) {
             const Rect& x = rects[s];
             if (!part(x, r0, r1)) continue;
             covered += (r1 - r0) * x.cols;
@@ -625,8 +629,9 @@ Failure Hdf5Writer::write_gathered(const std::string& name, const Window& own, c
         }
         if (local) continue;
         if (covered == (b1 - b0) * cols_ && (b1 % cr == 0 || b1 == rows_)) {  // whole chunk rows
-            local = write_window(name, Window{b0, 0, b1 - b0, cols_}, reinterpret_cast<const T*>(buf), cols_,
-                                 attrs, src_elem, windowed_ || written, how);
+            const unsigned char* from = own_band ? src + static_cast<size_t>(b0 - own.row0) * in_row : buf;
+            local = write_window(name, Window{b0, 0, b1 - b0, cols_}, reinterpret_cast<const T*>(from),
+                                 own_band ? stride : cols_, attrs, src_elem, windowed_ || written, how);
             written = true;
             continue;
         }
@@ -638,11 +643,7 @@ Failure Hdf5Writer::write_gathered(const std::string& name, const Window& own, c
             int64_t pitch = cols_;
             if (src_elem != sizeof(T)) {  // narrow labels: the library takes them 4 bytes wide
                 wide.resize(static_cast<size_t>((r1 - r0) * x.cols));
-                with_label_type(static_cast<int>(src_elem), [&](auto l) {
-                    for (int64_t r = 0; r < r1 - r0; ++r)
-                        std::copy_n(reinterpret_cast<const decltype(l)*>(at + static_cast<size_t>(r * row_bytes)), x.cols,
-                                    wide.data() + r * x.cols);
-                });
+                widen_labels(at, static_cast<size_t>(row_bytes), static_cast<int>(src_elem), r1 - r0, x.cols, wide.data());
                 p = wide.data(), pitch = x.cols;
             }
             local = write_window(name, Window{r0, x.col0, r1 - r0, x.cols}, p, pitch, attrs, sizeof(T),
@@ -702,12 +703,8 @@ void Hdf5Writer::write_labels(const std::string& name, const Window& own, const 
     // conversion: the window goes through a 4-byte copy.
     UntouchedVector<uint32_t> wide(static_cast<size_t>(std::max<int64_t>(own.size(), 0)));  // every element copied below
     if (data)
-        with_label_type(bytes, [&](auto l) {
-            const auto* src = static_cast<const decltype(l)*>(data);
-#pragma omp parallel for schedule(static)
-            for (int64_t r = 0; r < own.rows; ++r)
-                std::copy_n(src + r * stride, own.cols, wide.data() + r * own.cols);
-        });
+        widen_labels(static_cast<const unsigned char*>(data), static_cast<size_t>(stride) * static_cast<size_t>(bytes), bytes,
+                     own.rows, own.cols, wide.data());
     write_dataset(name, own, own.size() > 0 && data ? wide.data() : nullptr, own.cols, attrs);
 }
 void Hdf5Writer::write_i32(const std::string& name, const Window& own, const int32_t* data,

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# On the GPU host, from a bundle unpacked in /tmp/b (issue 16): the 32768² holes scene on one rank
+# On the GPU host, from an unpacked bundle (issue 16): the 32768² holes scene on one rank
 # and on two ranks sharing the GPU, their result written by rank 0 (gathered, the default on one
 # node) or through MPI-IO (TESSERA_HDF5_GATHER=0), alternating, twice; the bits compared.
+#   bash jobs/gpu/device_writes_two_ranks.sh BUNDLE_DIR
 set -u
-B=/tmp/b/tessera; . $B/env.sh
+B=${1:-/tmp/b/tessera}; . "$B/env.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TESSERA_TRACE=1
 d=$(mktemp -d -p /tmp)
 tessera synth --case holes --size 32768x32768 --seed 2 $d >/dev/null
