@@ -293,6 +293,89 @@ void widen_labels(const unsigned char* src, size_t pitch, int bytes, int64_t row
     });
 }
 
+// The chunk shape of every dataset: up to 512 x 512.
+void chunk_shape(int64_t rows, int64_t cols, hsize_t chunk[2]) {
+    chunk[0] = std::min<hsize_t>(512, static_cast<hsize_t>(rows)), chunk[1] = std::min<hsize_t>(512, static_cast<hsize_t>(cols));
+}
+
+// A dataset's fill: the caller's _FillValue in the dataset's type (netCDF-4 refuses another
+// type), else NaN for floats and 0; `rest` takes the other attributes.
+template <typename T>
+T fill_value(const std::vector<Attribute>& attrs, bool& has_fill_attr, std::vector<Attribute>* rest = nullptr) {
+    T fill = std::is_floating_point_v<T> ? std::numeric_limits<T>::quiet_NaN() : T(0);
+    has_fill_attr = false;
+    for (const auto& a : attrs) {
+        if (a.name != "_FillValue") {
+            if (rest) rest->push_back(a);
+        } else if (const auto* i = std::get_if<int64_t>(&a.value)) {
+            fill = static_cast<T>(*i), has_fill_attr = true;
+        } else if (const auto* d = std::get_if<double>(&a.value)) {
+            fill = static_cast<T>(*d), has_fill_attr = true;
+        }
+    }
+    return fill;
+}
+
+// Dataset `name` (rows x cols of T) of `file`: opened where it exists and may_exist (a chunked
+// run's earlier windows created it, with its attributes), else created with `attrs`, deflated at
+// `deflate_level` (0: none) or, `mapped`, with every chunk's space taken now and no fill written
+// (its chunks then written through a mapping, io/mapped_chunks.h) in the 1.10 format, whose
+// implicit index lays them out in row-major order from the first (section 7). `restore_bounds`:
+// the file's version bounds were raised for that; restored by the caller once the space is
+// allocated (restoring flushes the file, which extends it to the dataset's end).
+template <typename T>
+Handle open_or_create(hid_t file, const std::string& name, int64_t rows, int64_t cols, const std::vector<Attribute>& attrs,
+                      bool may_exist, int deflate_level, bool mapped, bool& restore_bounds, const std::string& where,
+                      Failure& local) {
+    const hid_t type = native_type<T>();
+    auto fail = [&](const std::string& what) {
+        local = {FailKind::kRuntime, hdf5_failure(where + ": " + what)};
+        return Handle{};
+    };
+    const htri_t exists = may_exist ? H5Lexists(file, name.c_str(), H5P_DEFAULT) : 0;
+    if (exists < 0) return fail("cannot look up");
+    if (exists > 0) {
+        Handle dset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+        return dset.ok() ? std::move(dset) : fail("cannot open");
+    }
+    hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)}, chunk[2];
+    chunk_shape(rows, cols, chunk);
+    Handle fspace(H5Screate_simple(2, dims, nullptr), H5Sclose);
+    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    if (!fspace.ok() || !dcpl.ok()) return fail("cannot create property lists");
+    std::vector<Attribute> rest;
+    bool has_fill_attr = false;
+    const T fill = fill_value<T>(attrs, has_fill_attr, &rest);
+    // Parallel HDF5 1.10 writes filtered datasets only collectively. The MPI-IO driver turns the
+    // allocation time into EARLY whatever is asked (h5dump shows H5D_ALLOC_TIME_EARLY): every
+    // chunk is allocated and filled at creation, the fill chunk compressed once (17 ms for two
+    // 8192 x 8192 datasets). INCR is asked for so that a driver without that rule writes only
+    // the chunks touched.
+    const bool deflate = deflate_level > 0;
+    mapped = mapped && !deflate;
+    if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0 || (deflate && H5Pset_shuffle(dcpl.get()) < 0) ||
+        (deflate && H5Pset_deflate(dcpl.get(), static_cast<unsigned>(deflate_level)) < 0) ||
+        H5Pset_fill_value(dcpl.get(), type, &fill) < 0 ||
+        H5Pset_alloc_time(dcpl.get(), mapped ? H5D_ALLOC_TIME_EARLY : H5D_ALLOC_TIME_INCR) < 0 ||
+        (mapped && H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER) < 0))
+        return fail("cannot set chunking/compression");
+    restore_bounds = mapped && H5Fset_libver_bounds(file, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0;
+    Handle dset(H5Dcreate2(file, name.c_str(), type, fspace.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose);
+    if (!dset.ok()) return fail("cannot create");
+    // Attributes: _FillValue in the dataset's type, the caller's or, for float datasets, NaN
+    // (it marks pixels never written).
+    if (has_fill_attr || std::is_floating_point_v<T>) {
+        Handle s(H5Screate(H5S_SCALAR), H5Sclose);
+        Handle a(H5Acreate2(dset.get(), "_FillValue", type, s.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+        if (!a.ok() || H5Awrite(a.get(), type, &fill) < 0) return fail("cannot write _FillValue");
+    }
+    if (std::string e = write_attributes_on(dset.get(), rest); !e.empty()) {
+        local = {FailKind::kRuntime, where + ": " + e};
+        return Handle{};
+    }
+    return dset;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -417,71 +500,17 @@ Failure Hdf5Writer::write_window(const std::string& name, const Window& own, con
     // skips the rest and the verdict is agreed on below.
     bool restore_bounds = false;  // the file's version bounds, raised for a mapped dataset's creation
     do {
-        hsize_t dims[2] = {static_cast<hsize_t>(rows_), static_cast<hsize_t>(cols_)};
-        hsize_t chunk[2] = {std::min<hsize_t>(512, dims[0]), std::min<hsize_t>(512, dims[1])};
+        hsize_t dims[2] = {static_cast<hsize_t>(rows_), static_cast<hsize_t>(cols_)}, chunk[2];
+        chunk_shape(rows_, cols_, chunk);
         Handle fspace(H5Screate_simple(2, dims, nullptr), H5Sclose);
-        Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-        if (!fspace.ok() || !dcpl.ok()) { fail("cannot create property lists"); break; }
-        T fill = std::is_floating_point_v<T> ? std::numeric_limits<T>::quiet_NaN() : T(0);
-        // The caller's _FillValue, in the dataset's type (netCDF-4 refuses another type).
-        std::vector<Attribute> rest;
+        if (!fspace.ok()) { fail("cannot create a dataspace"); break; }
         bool has_fill_attr = false;
-        for (const auto& a : attrs) {
-            if (a.name != "_FillValue") {
-                rest.push_back(a);
-            } else if (const auto* i = std::get_if<int64_t>(&a.value)) {
-                fill = static_cast<T>(*i), has_fill_attr = true;
-            } else if (const auto* d = std::get_if<double>(&a.value)) {
-                fill = static_cast<T>(*d), has_fill_attr = true;
-            }
-        }
-        // A dataset written before (a chunked run's earlier windows, section 5.1): this window
-        // into it; it was created, with its attributes, by the first.
-        Handle dset;
-        const htri_t exists = may_exist ? H5Lexists(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT) : 0;
-        if (exists < 0) { fail("cannot look up"); break; }
-        if (exists > 0) {
-            dset.reset(H5Dopen2(static_cast<hid_t>(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
-            if (!dset.ok()) { fail("cannot open"); break; }
-        } else {
-            // Parallel HDF5 1.10 writes filtered datasets only collectively. The MPI-IO
-            // driver turns the allocation time into EARLY whatever is asked (h5dump shows
-            // H5D_ALLOC_TIME_EARLY): every chunk is allocated and filled at creation, the
-            // fill chunk compressed once (17 ms for two 8192 x 8192 datasets). INCR is
-            // asked for so that a driver without that rule writes only the chunks touched.
-            // One rank writing an uncompressed dataset's whole chunks: every chunk's space taken
-            // now, no fill written, the chunks written through a mapping (io/mapped_chunks.h).
-            const bool deflate = deflate_level_ > 0;
-            const bool mapped = !deflate && writes_own_chunks(own) && mapped_writes_enabled();
-            if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0 || (deflate && H5Pset_shuffle(dcpl.get()) < 0) ||
-                (deflate && H5Pset_deflate(dcpl.get(), static_cast<unsigned>(deflate_level_)) < 0) ||
-                H5Pset_fill_value(dcpl.get(), type, &fill) < 0 ||
-                H5Pset_alloc_time(dcpl.get(), mapped ? H5D_ALLOC_TIME_EARLY : H5D_ALLOC_TIME_INCR) < 0 ||
-                (mapped && H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER) < 0)) {
-                fail("cannot set chunking/compression");
-                break;
-            }
-            // A mapped dataset in the 1.10 format: its chunks then have HDF5's implicit index (laid
-            // out in row-major order from the first), so a window's places are computed (section 7).
-            // (The bounds are restored below, after the space is allocated: restoring flushes the
-            // file, which extends it to the dataset's end.)
-            const hid_t fid = static_cast<hid_t>(file_);
-            restore_bounds = mapped && H5Fset_libver_bounds(fid, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0;
-            dset.reset(H5Dcreate2(fid, name.c_str(), type, fspace.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose);
-            if (!dset.ok()) { fail("cannot create"); break; }
-
-            // Attributes: _FillValue in the dataset's type, the caller's or, for float datasets,
-            // NaN (it marks pixels never written).
-            if (has_fill_attr || std::is_floating_point_v<T>) {
-                Handle s(H5Screate(H5S_SCALAR), H5Sclose);
-                Handle a(H5Acreate2(dset.get(), "_FillValue", type, s.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-                if (!a.ok() || H5Awrite(a.get(), type, &fill) < 0) { fail("cannot write _FillValue"); break; }
-            }
-            if (std::string e = write_attributes_on(dset.get(), rest); !e.empty()) {
-                local = {FailKind::kRuntime, where + ": " + e};
-                break;
-            }
-        }
+        const T fill = fill_value<T>(attrs, has_fill_attr);
+        // One rank writing an uncompressed dataset's whole chunks: mapped.
+        const bool mapped = writes_own_chunks(own) && mapped_writes_enabled();
+        Handle dset = open_or_create<T>(static_cast<hid_t>(file_), name, rows_, cols_, attrs, may_exist, deflate_level_,
+                                        mapped, restore_bounds, where, local);
+        if (local) break;
 
         // One rank writing whole rows of chunks: the chunks are gathered (and compressed) on the
         // host's threads and written as they are (the library's and filters' work, not one core's).
@@ -549,6 +578,58 @@ Failure Hdf5Writer::write_window(const std::string& name, const Window& own, con
     return local;
 }
 
+// Section 7, several ranks on one node, a dataset without filters: rank 0 creates it with every
+// chunk's space allocated (the implicit index: each chunk's place computed from the first's) and
+// every rank writes its own window into the file through a shared mapping, nothing sent.
+// `done` false: not possible here (no mapping of the layout, or no allocation ahead on this
+// file system), nothing written; `exists`: the dataset exists now.
+template <typename T>
+Failure Hdf5Writer::write_in_place(const std::string& name, const Window& own, const T* data, int64_t stride,
+                                   const std::vector<Attribute>& attrs, size_t src_elem, const char*& how, bool& done,
+                                   bool& exists) {
+    const std::string where = "HDF5: dataset '" + name + "' of '" + tmp_path_ + "'";
+    hsize_t chunk[2];
+    chunk_shape(rows_, cols_, chunk);
+    struct Place {
+        int64_t mapped = 0;
+        uint64_t first = 0;
+    } place;
+    Failure local;
+    if (comm_.rank() == 0) {
+        bool restore_bounds = false;
+        Handle dset = open_or_create<T>(static_cast<hid_t>(file_), name, rows_, cols_, attrs, windowed_, 0, true,
+                                        restore_bounds, where, local);
+        const haddr_t first = !local && takes_mapped_chunks(dset.get())
+                                  ? implicit_first_chunk(dset.get(), rows_, cols_, chunk, sizeof(T))
+                                  : HADDR_UNDEF;
+        std::string problem;
+        if (first != HADDR_UNDEF) {
+            const MappedWrite a = allocate_chunks(tmp_path_, first, rows_, cols_, chunk, sizeof(T), problem);
+            if (a == MappedWrite::failed) local = {FailKind::kRuntime, where + ": " + problem};
+            place = {a == MappedWrite::written, static_cast<uint64_t>(first)};
+        }
+        if (restore_bounds && H5Fset_libver_bounds(static_cast<hid_t>(file_), H5F_LIBVER_V18, H5F_LIBVER_V110) < 0 && !local)
+            local = {FailKind::kRuntime, hdf5_failure(where + ": cannot restore the file format's version bounds")};
+    }
+    Lap lap;
+    if (Failure f = agree(comm_, local)) return f;
+    exists = true;
+    comm_.bcast(place, 0);
+    const double agreed_ms = lap.next_ms();
+    done = place.mapped == 1;
+    if (!done) return {};
+    how = "in place, each rank its own window,";
+    bool has_fill_attr = false;
+    const T fill = fill_value<T>(attrs, has_fill_attr);
+    std::string problem;
+    if (write_mapped_window(tmp_path_, static_cast<haddr_t>(place.first), rows_, cols_, chunk, sizeof(T), own, data, stride,
+                            src_elem, &fill, problem) == MappedWrite::failed)
+        local = {FailKind::kRuntime, where + ": " + problem};
+    if (trace_on())
+        std::fprintf(stderr, "tessera: rank %d: in place: waited %.1f ms, wrote in %.1f ms\n", comm_.rank(), agreed_ms, lap.next_ms());
+    return local;
+}
+
 // Section 7, several ranks on one node: each rank sends its window to rank 0 in bands of whole
 // chunk rows (about 256 MiB of a band at a time); rank 0 writes a band the windows cover whole
 // as one rank writes (mapped, or compressed chunk by chunk on its threads), else each window's
@@ -556,7 +637,7 @@ Failure Hdf5Writer::write_window(const std::string& name, const Window& own, con
 // every rank reaches the agreement after the last band.
 template <typename T>
 Failure Hdf5Writer::write_gathered(const std::string& name, const Window& own, const T* data, int64_t stride,
-                                   const std::vector<Attribute>& attrs, size_t src_elem, const char*& how) {
+                                   const std::vector<Attribute>& attrs, size_t src_elem, const char*& how, bool exists) {
     struct Rect {
         int64_t row0, col0, rows, cols;
     };
@@ -584,12 +665,12 @@ Failure Hdf5Writer::write_gathered(const std::string& name, const Window& own, c
                                          std::to_string(std::min(band, rows_) * row_bytes) + " bytes)"};
     }
     if (Failure f = agree(comm_, local)) return f;
-    if (hi <= lo) return root ? write_window(name, Window{}, data, stride, attrs, sizeof(T), windowed_, how) : local;
+    if (hi <= lo) return root ? write_window(name, Window{}, data, stride, attrs, sizeof(T), windowed_ || exists, how) : local;
 
     unsigned char* buf = band_.data();
     const auto* src = reinterpret_cast<const unsigned char*>(data);
     const size_t in_row = static_cast<size_t>(stride) * src_elem;
-    bool written = false;  // the dataset exists once rank 0 wrote a first part
+    bool written = exists;  // the dataset exists once rank 0 wrote a first part
     for (int64_t b0 = lo / cr * cr, b1 = 0; b0 < hi; b0 = b1) {
         // Bands of whole chunk rows; where the windows begin or end inside one, that chunk row
         // alone (so that the whole ones around it are written whole).
@@ -671,8 +752,12 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
 
     Lap took;
     const char* how = "through the library";
-    local = gather_ ? write_gathered(name, own, data, stride, attrs, src_elem, how)
-                    : write_window(name, own, data, stride, attrs, src_elem, windowed_, how);
+    bool done = false, exists = false;
+    if (gather_ && deflate_level_ == 0 && mapped_writes_enabled() && !switch_is("TESSERA_HDF5_IN_PLACE", "0"))
+        local = write_in_place(name, own, data, stride, attrs, src_elem, how, done, exists);
+    if (!local && !done)
+        local = gather_ ? write_gathered(name, own, data, stride, attrs, src_elem, how, exists)
+                        : write_window(name, own, data, stride, attrs, src_elem, windowed_, how);
     if (Failure f = agree(comm_, local)) {
         failed_together_ = true;
         throw_failure(f, path_);
@@ -681,7 +766,7 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
     if (trace_on())
         std::fprintf(stderr, "tessera: hdf5 %-22s %9.1f MB %s%s in %8.1f ms\n", name.c_str(),
                      static_cast<double>(std::max<int64_t>(own.size(), 0)) * static_cast<double>(sizeof(T)) / 1e6,
-                     gather_ ? "sent to rank 0, written " : "", how, took.next_ms());
+                     gather_ && !done ? "sent to rank 0, written " : "", how, took.next_ms());
 }
 
 void Hdf5Writer::write_f32(const std::string& name, const Window& own, const float* data,

@@ -113,9 +113,16 @@ private:
                          const std::vector<Attribute>& attrs, size_t src_elem, bool may_exist, const char*& how);
     // gather_: every rank's window sent to rank 0 in bands of whole chunk rows, which rank 0 writes
     // as one rank writes (a band covered whole), else window by window.
+    // `exists`: the dataset exists already (write_in_place created it).
     template <typename T>
     detail::Failure write_gathered(const std::string& name, const Window& own, const T* data, int64_t stride,
-                           const std::vector<Attribute>& attrs, size_t src_elem, const char*& how);
+                           const std::vector<Attribute>& attrs, size_t src_elem, const char*& how, bool exists);
+    // gather_, a dataset without filters: every rank writes its own window into the file's
+    // allocated chunks through a shared mapping (done false: not possible, nothing written).
+    template <typename T>
+    detail::Failure write_in_place(const std::string& name, const Window& own, const T* data, int64_t stride,
+                                   const std::vector<Attribute>& attrs, size_t src_elem, const char*& how, bool& done,
+                                   bool& exists);
     // Whether this rank holds the file (every rank under MPI-IO; rank 0 alone when gathered).
     bool writer() const { return !gather_ || comm_.rank() == 0; }
     // One rank writing whole rows of chunks (the whole image, or a chunked run's window of full

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <vector>
 
-#include "io/chunk_deflate.h"
 #include "kernels/ab_switch.h"
 #include "kernels/lap.h"
 
@@ -34,6 +33,105 @@ struct Fd {
     }
 };
 
+// The chunk at dataset pixel (r0, c0): its part inside `area` (dataset pixels, pads included),
+// from `data` (its pixel (row0, col0) at data[0]) inside the dataset's ds_rows x ds_cols, `fill` past them.
+void copy_chunk_part(unsigned char* out, const Window& area, const unsigned char* data, int64_t row0, int64_t col0,
+                     int64_t stride, size_t src_elem, size_t elem, int64_t ds_rows, int64_t ds_cols, const hsize_t chunk[2],
+                     int64_t r0, int64_t c0, const unsigned char* fill) {
+    const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
+    const int64_t y0 = std::max(r0, area.row0), y1 = std::min(r0 + cr, area.row0 + area.rows);
+    const int64_t x0 = std::max(c0, area.col0), x1 = std::min(c0 + cc, area.col0 + area.cols);
+    const int64_t xd = std::max(x0, std::min(x1, ds_cols));  // [x0, xd) from data, [xd, x1) fill
+    for (int64_t y = y0; y < y1; ++y) {
+        unsigned char* dst = out + static_cast<size_t>((y - r0) * cc + (x0 - c0)) * elem;
+        int64_t x = x0;
+        if (y < ds_rows) {
+            const unsigned char* s =
+                data + (static_cast<size_t>(y - row0) * static_cast<size_t>(stride) + static_cast<size_t>(x0 - col0)) * src_elem;
+            const size_t w = static_cast<size_t>(xd - x0);
+            if (src_elem == elem) {
+                std::memcpy(dst, s, w * elem);
+            } else {  // narrower unsigned values, zero-extended
+                std::memset(dst, 0, w * elem);
+                for (size_t i = 0; i < w; ++i) std::memcpy(dst + i * elem, s + i * src_elem, src_elem);
+            }
+            x = xd;
+        }
+        for (; x < x1; ++x) std::memcpy(dst + static_cast<size_t>(x - x0) * elem, fill, elem);
+    }
+}
+
+// The chunks of the grid's rows [kr0, kr0 + nkr) and columns [kc0, kc0 + nkc) (row-major in
+// `addr`, each `bytes` long in the file), their parts inside `area`, written through one shared
+// mapping of the file on this process's threads. The space must be allocated (a store into a
+// hole would fault a block at a time, and meet a full disk as SIGBUS).
+MappedWrite copy_through_mapping(int fd, const std::vector<haddr_t>& addr, uint64_t bytes, int64_t kr0, int64_t kc0,
+                                 int64_t nkc, const Window& area, const void* data, int64_t row0, int64_t col0,
+                                 int64_t stride, size_t src_elem, size_t elem, int64_t ds_rows, int64_t ds_cols,
+                                 const hsize_t chunk[2], const void* fill, std::string& problem) {
+    const auto total = static_cast<int64_t>(addr.size());
+    if (total == 0) return MappedWrite::written;
+    haddr_t lo = HADDR_UNDEF, hi = 0;
+    for (const haddr_t a : addr) lo = std::min(lo, a), hi = std::max<haddr_t>(hi, a + bytes);
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t base = lo / page * page, span = hi - base;
+    void* m = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(base));
+    if (m == MAP_FAILED) {
+        problem = "cannot map " + std::to_string(span) + " bytes of the file (" + std::strerror(errno) + ")";
+        return MappedWrite::unsupported;
+    }
+    auto* map = static_cast<unsigned char*>(m);
+    const auto* src = static_cast<const unsigned char*>(data);
+    const auto* fb = static_cast<const unsigned char*>(fill);
+    const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
+    // Each thread a contiguous run of chunks, each stretch of it that lies together in the file
+    // populated writable in one call first: threads interleaving chunk by chunk, or faulting page
+    // by page, contended on the file's page cache lock (2.8 s against 0.64 s for 4.3 GB on the
+    // lent H100 host).
+#pragma omp parallel
+    {
+        const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+        const int64_t k0 = total * t / T, k1 = total * (t + 1) / T;
+        for (int64_t s = k0; s < k1;) {
+            int64_t e = s + 1;
+            while (e < k1 && addr[static_cast<size_t>(e)] == addr[static_cast<size_t>(e - 1)] + bytes) ++e;
+            const uint64_t p0 = (addr[static_cast<size_t>(s)] - base) / page * page;
+            const uint64_t p1 = std::min<uint64_t>(span, (addr[static_cast<size_t>(e - 1)] + bytes - base + page - 1) / page * page);
+            (void)::madvise(map + p0, p1 - p0, kPopulateWrite);  // advice: without it (Linux < 5.14) the stores fault
+            s = e;
+        }
+        for (int64_t k = k0; k < k1; ++k)
+            copy_chunk_part(map + (addr[static_cast<size_t>(k)] - base), area, src, row0, col0, stride, src_elem, elem,
+                            ds_rows, ds_cols, chunk, (kr0 + k / nkc) * cr, (kc0 + k % nkc) * cc, fb);
+    }
+    ::munmap(m, span);
+    return MappedWrite::written;
+}
+
+// Space for [lo, hi) of the file; `unsupported` where the file system cannot allocate ahead.
+MappedWrite allocate(int fd, uint64_t lo, uint64_t hi, std::string& problem) {
+    if (hi <= lo || ::fallocate(fd, 0, static_cast<off_t>(lo), static_cast<off_t>(hi - lo)) == 0) return MappedWrite::written;
+    if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) return MappedWrite::unsupported;
+    problem = "cannot allocate " + std::to_string(hi - lo) + " bytes for the chunks (" + std::strerror(errno) + ")";
+    return MappedWrite::failed;
+}
+
+MappedWrite open_rw(const std::string& path, Fd& f, std::string& problem) {
+    f.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (f.fd >= 0) return MappedWrite::written;
+    problem = "cannot open for mapped writes (" + std::string(std::strerror(errno)) + ")";
+    return MappedWrite::failed;
+}
+
+// The place of the chunk at dataset pixel off, HADDR_UNDEF where it has no space of `bytes`.
+haddr_t chunk_place(hid_t dset, int64_t r, int64_t c, uint64_t bytes) {
+    const hsize_t off[2] = {static_cast<hsize_t>(r), static_cast<hsize_t>(c)};
+    unsigned mask = 0;
+    haddr_t a = HADDR_UNDEF;
+    hsize_t size = 0;
+    return H5Dget_chunk_info_by_coord(dset, off, &mask, &a, &size) >= 0 && size == bytes ? a : HADDR_UNDEF;
+}
+
 }  // namespace
 
 bool mapped_writes_enabled() {
@@ -53,6 +151,51 @@ bool takes_mapped_chunks(hid_t dset) {
     return ok;
 }
 
+haddr_t implicit_first_chunk(hid_t dset, int64_t rows, int64_t cols, const hsize_t chunk[2], size_t elem) {
+    const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
+    const int64_t nr = (rows + cr - 1) / cr, nc = (cols + cc - 1) / cc, total = nr * nc;
+    const uint64_t bytes = static_cast<uint64_t>(cr * cc) * elem;
+    if (total <= 0) return HADDR_UNDEF;
+    const haddr_t first = chunk_place(dset, 0, 0, bytes);
+    if (total == 1 || first == HADDR_UNDEF) return first;
+    H5D_chunk_index_t index{};
+    if (H5Dget_chunk_index_type(dset, &index) < 0 || index != H5D_CHUNK_IDX_NONE) return HADDR_UNDEF;
+    const haddr_t last = chunk_place(dset, (nr - 1) * cr, (nc - 1) * cc, bytes);
+    return last == first + static_cast<haddr_t>(total - 1) * bytes ? first : HADDR_UNDEF;
+}
+
+MappedWrite allocate_chunks(const std::string& path, haddr_t first, int64_t rows, int64_t cols, const hsize_t chunk[2],
+                            size_t elem, std::string& problem) {
+    const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
+    const uint64_t total = static_cast<uint64_t>(((rows + cr - 1) / cr) * ((cols + cc - 1) / cc));
+    Fd f;
+    if (open_rw(path, f, problem) != MappedWrite::written) return MappedWrite::failed;
+    return allocate(f.fd, first, first + total * static_cast<uint64_t>(cr * cc) * elem, problem);
+}
+
+MappedWrite write_mapped_window(const std::string& path, haddr_t first, int64_t ds_rows, int64_t ds_cols,
+                                const hsize_t chunk[2], size_t elem, const Window& w, const void* data, int64_t stride,
+                                size_t src_elem, const void* fill, std::string& problem) {
+    if (w.rows <= 0 || w.cols <= 0) return MappedWrite::written;
+    const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
+    const int64_t nc_all = (ds_cols + cc - 1) / cc;
+    const uint64_t bytes = static_cast<uint64_t>(cr * cc) * elem;
+    // The window with the pads past the dataset's edges it ends.
+    Window area = w;
+    if (w.row0 + w.rows == ds_rows) area.rows = (ds_rows + cr - 1) / cr * cr - w.row0;
+    if (w.col0 + w.cols == ds_cols) area.cols = (ds_cols + cc - 1) / cc * cc - w.col0;
+    const int64_t kr0 = area.row0 / cr, kr1 = (area.row0 + area.rows - 1) / cr;
+    const int64_t kc0 = area.col0 / cc, kc1 = (area.col0 + area.cols - 1) / cc, nkc = kc1 - kc0 + 1;
+    std::vector<haddr_t> addr(static_cast<size_t>((kr1 - kr0 + 1) * nkc));
+    for (int64_t k = 0; k < static_cast<int64_t>(addr.size()); ++k)
+        addr[static_cast<size_t>(k)] = first + static_cast<haddr_t>((kr0 + k / nkc) * nc_all + kc0 + k % nkc) * bytes;
+    Fd f;
+    if (open_rw(path, f, problem) != MappedWrite::written) return MappedWrite::failed;
+    const MappedWrite m = copy_through_mapping(f.fd, addr, bytes, kr0, kc0, nkc, area, data, w.row0, w.col0, stride,
+                                               src_elem, elem, ds_rows, ds_cols, chunk, fill, problem);
+    return m == MappedWrite::unsupported ? MappedWrite::failed : m;  // the space was allocated: a map that fails is a failure
+}
+
 MappedWrite write_mapped_chunks(const std::string& path, hid_t dset, const void* data, int64_t stride, int64_t rows,
                                 int64_t cols, size_t elem, const hsize_t chunk[2], const void* fill, size_t src_elem,
                                 int64_t row0, std::string& problem) {
@@ -60,79 +203,44 @@ MappedWrite write_mapped_chunks(const std::string& path, hid_t dset, const void*
     const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
     const int64_t nr = (rows + cr - 1) / cr, nc = (cols + cc - 1) / cc, total = nr * nc;
     const uint64_t bytes = static_cast<uint64_t>(cr * cc) * elem;
+    if (total == 0) return MappedWrite::written;
     // Each chunk's place in the file, as the library allocated it at the dataset's creation.
-    Lap lap;
-    std::vector<haddr_t> addr(static_cast<size_t>(total));
-    auto place = [&](int64_t k) {  // HADDR_UNDEF where the chunk has no space of its full size
-        const hsize_t off[2] = {static_cast<hsize_t>(row0 + (k / nc) * cr), static_cast<hsize_t>((k % nc) * cc)};
-        unsigned mask = 0;
-        haddr_t a = HADDR_UNDEF;
-        hsize_t size = 0;
-        return H5Dget_chunk_info_by_coord(dset, off, &mask, &a, &size) >= 0 && size == bytes ? a : HADDR_UNDEF;
-    };
     // HDF5 1.10 finds a chunk by walking the index up to it: looking up a window's n chunks took
     // O(n^2) (0.2-1.4 s for 4 968 chunks on the lent H100 host). In the implicit index (the file
     // format's: chunk i of the row-major chunk grid at first + i * bytes) the window's whole rows of
     // chunks are consecutive: their places are computed, checked at its first and last chunk.
-    H5D_chunk_index_t index{};
+    Lap lap;
+    std::vector<haddr_t> addr(static_cast<size_t>(total));
     bool computed = false;
-    if (total > 1 && H5Dget_chunk_index_type(dset, &index) >= 0 && index == H5D_CHUNK_IDX_NONE) {
-        const haddr_t first = place(0), last = place(total - 1);
-        if (first != HADDR_UNDEF && last == first + static_cast<haddr_t>(total - 1) * bytes) {
-            for (int64_t k = 0; k < total; ++k) addr[static_cast<size_t>(k)] = first + static_cast<haddr_t>(k) * bytes;
-            computed = true;
+    if (total > 1) {
+        H5D_chunk_index_t index{};
+        if (H5Dget_chunk_index_type(dset, &index) >= 0 && index == H5D_CHUNK_IDX_NONE) {
+            const haddr_t a0 = chunk_place(dset, row0, 0, bytes), a1 = chunk_place(dset, row0 + (nr - 1) * cr, (nc - 1) * cc, bytes);
+            if (a0 != HADDR_UNDEF && a1 == a0 + static_cast<haddr_t>(total - 1) * bytes) {
+                for (int64_t k = 0; k < total; ++k) addr[static_cast<size_t>(k)] = a0 + static_cast<haddr_t>(k) * bytes;
+                computed = true;
+            }
         }
     }
     for (int64_t k = 0; k < total && !computed; ++k)
-        if ((addr[static_cast<size_t>(k)] = place(k)) == HADDR_UNDEF) return MappedWrite::unsupported;
+        if ((addr[static_cast<size_t>(k)] = chunk_place(dset, row0 + (k / nc) * cr, (k % nc) * cc, bytes)) == HADDR_UNDEF)
+            return MappedWrite::unsupported;
     haddr_t lo = HADDR_UNDEF, hi = 0;
     for (const haddr_t a : addr) lo = std::min(lo, a), hi = std::max<haddr_t>(hi, a + bytes);
-    if (total == 0) return MappedWrite::written;
     const double places_ms = lap.next_ms();
 
     Fd f;
-    f.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (f.fd < 0) {
-        problem = "cannot open for mapped writes (" + std::string(std::strerror(errno)) + ")";
-        return MappedWrite::failed;
-    }
-    // The space first (a mapped store into a hole would fault a block at a time, and meet a full
-    // disk as SIGBUS): where the file system cannot, the library writes instead.
-    if (::fallocate(f.fd, 0, static_cast<off_t>(lo), static_cast<off_t>(hi - lo)) != 0) {
-        if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) return MappedWrite::unsupported;
-        problem = "cannot allocate " + std::to_string(hi - lo) + " bytes for the chunks (" + std::strerror(errno) + ")";
-        return MappedWrite::failed;
-    }
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    const uint64_t base = lo / page * page, span = hi - base;
-    void* m = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, static_cast<off_t>(base));
-    if (m == MAP_FAILED) return MappedWrite::unsupported;
-    auto* map = static_cast<unsigned char*>(m);
-    const auto* src = static_cast<const unsigned char*>(data);
-    const auto* fb = static_cast<const unsigned char*>(fill);
-    // Each thread a contiguous run of chunks, its span of the mapping populated writable in one
-    // call first: threads interleaving chunk by chunk, or faulting page by page, contended on the
-    // file's page cache lock (2.8 s against 0.64 s for 4.3 GB on the lent H100 host).
-#pragma omp parallel
-    {
-        const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
-        const int64_t k0 = total * t / T, k1 = total * (t + 1) / T;
-        if (k1 > k0) {
-            haddr_t a0 = HADDR_UNDEF, a1 = 0;
-            for (int64_t k = k0; k < k1; ++k)
-                a0 = std::min(a0, addr[static_cast<size_t>(k)]), a1 = std::max<haddr_t>(a1, addr[static_cast<size_t>(k)] + bytes);
-            const uint64_t p0 = (a0 - base) / page * page, p1 = std::min<uint64_t>(span, (a1 - base + page - 1) / page * page);
-            (void)::madvise(map + p0, p1 - p0, kPopulateWrite);  // advice: without it (Linux < 5.14) the stores fault
-        }
-        for (int64_t k = k0; k < k1; ++k)
-            gather_chunk(map + (addr[static_cast<size_t>(k)] - base), src, stride, rows, cols, src_elem, elem, chunk,
-                         (k / nc) * cr, (k % nc) * cc, fb);
-    }
-    ::munmap(m, span);
-    if (trace_on())
+    if (open_rw(path, f, problem) != MappedWrite::written) return MappedWrite::failed;
+    // The space first: where the file system cannot, the library writes instead.
+    if (const MappedWrite a = allocate(f.fd, lo, hi, problem); a != MappedWrite::written) return a;
+    // The whole chunk rows [row0, row0 + nr * cr): data's rows, then (a window that ends the dataset) fill.
+    const Window area{row0, 0, nr * cr, nc * cc};
+    const MappedWrite m = copy_through_mapping(f.fd, addr, bytes, row0 / cr, 0, nc, area, data, row0, 0, stride, src_elem,
+                                               elem, row0 + rows, cols, chunk, fill, problem);
+    if (m == MappedWrite::written && trace_on())
         std::fprintf(stderr, "tessera: mapped chunks: %lld places %s in %.1f ms, filled and unmapped in %.1f ms\n",
                      static_cast<long long>(total), computed ? "computed" : "looked up", places_ms, lap.next_ms());
-    return MappedWrite::written;
+    return m;
 }
 
 }  // namespace tessera

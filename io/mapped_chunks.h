@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/types.h"
+
 namespace tessera {
 
 // Whether mapped writes are tried (TESSERA_MAPPED_WRITE=0: never, for A/B studies).
@@ -25,6 +27,25 @@ enum class MappedWrite { written, unsupported, failed };
 // the file `path` that holds the dataset (open in the library through the POSIX driver).
 // `unsupported`: nothing written (a chunk not allocated, or the file system cannot allocate
 // space ahead): the caller writes through the library. `failed`: `problem` says what.
+// Where every chunk of an unfiltered dataset (rows x cols, chunks chunk[0] x chunk[1] of `elem`
+// bytes) lies in its file when the index is implicit (all allocated at creation, chunk k of the
+// row-major chunk grid at first + k * chunk bytes): `first`, else HADDR_UNDEF.
+haddr_t implicit_first_chunk(hid_t dset, int64_t rows, int64_t cols, const hsize_t chunk[2], size_t elem);
+
+// Space in the file `path` for all the chunks of that layout (written: done, or
+// `unsupported`: the file system cannot allocate ahead; `failed`: `problem` says why).
+MappedWrite allocate_chunks(const std::string& path, haddr_t first, int64_t rows, int64_t cols, const hsize_t chunk[2],
+                            size_t elem, std::string& problem);
+
+// Window `w` of that dataset (ds_rows x ds_cols, space allocated: allocate_chunks) from `data`
+// (row stride `stride` elements of src_elem bytes, zero-extended to elem) into the file through a
+// shared mapping, on this process's threads; the chunks' parts past the dataset's edges that the
+// window ends take `fill`. Several processes of one node may write disjoint windows of one
+// dataset at once (ARCHITECTURE.md section 7). `failed`: `problem` says why.
+MappedWrite write_mapped_window(const std::string& path, haddr_t first, int64_t ds_rows, int64_t ds_cols,
+                                const hsize_t chunk[2], size_t elem, const Window& w, const void* data, int64_t stride,
+                                size_t src_elem, const void* fill, std::string& problem);
+
 MappedWrite write_mapped_chunks(const std::string& path, hid_t dset, const void* data, int64_t stride, int64_t rows,
                                 int64_t cols, size_t elem, const hsize_t chunk[2], const void* fill, size_t src_elem,
                                 int64_t row0, std::string& problem);

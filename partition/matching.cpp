@@ -29,42 +29,53 @@ private:
 };
 
 
-// Connected sets of residues, coarsely: cells of side radius + 1 (two residues a candidate edge
-// joins lie in the same or 8-adjacent cells) joined when adjacent or when residues in them
-// touch one lake. Every candidate-connected set lies in one class, so a class is closed under
-// candidate edges (so are those of larger cells). Cells are found in a dense table over the
-// residues' box of cells: a sorted key list searched per residue took 0.3 s of a 2-rank 8192²
-// run, serially. A class is known by its least cell, whatever the order of the joins.
+// The candidate-connected sets of residues (docs/ARCHITECTURE.md 3.4). In coordinates turned by 45
+// degrees (u = r + c, v = r - c) a candidate edge (L1 distance <= R) is a step of at most R in
+// each of u and v, so the residues of one cell of side R + 1 are all joined by candidate edges,
+// and an edge joins residues of the same or 8-adjacent cells. Cells are joined when two of their
+// residues lie within R (tested pair by pair until one is) or when residues in them touch one
+// lake: the classes are exactly the connected sets. Cells of side R + 1 joined whenever adjacent
+// (before 2026-11-28) chained distant residues: two ranks over holes with coherence shared 178 077
+// residues at 8192² and 582 034 at 16384², against 126 129 and 513 965 now (the rest are sets
+// joined by a lake that crosses the rank border). Cells twice as wide where the dense table over the
+// residues' box would pass its bound: each cell then one unit, a superset still closed under
+// candidate edges. A class is known by its least cell, whatever the order of the joins.
 class CellClasses {
 public:
     // Over the residues of `a` and `b` (a rank's own and its halo).
-    CellClasses(std::span<const ClusterResidue> a, std::span<const ClusterResidue> b, int64_t side) : side_(side) {
-        auto each = [&](auto&& f) {
-            for (const ClusterResidue& x : a) f(x);
-            for (const ClusterResidue& x : b) f(x);
-        };
-        int64_t r0 = std::numeric_limits<int64_t>::max(), r1 = -1, c0 = r0, c1 = -1;
-        each([&](const ClusterResidue& x) {
-            r0 = std::min<int64_t>(r0, x.res.r), r1 = std::max<int64_t>(r1, x.res.r);
-            c0 = std::min<int64_t>(c0, x.res.c), c1 = std::max<int64_t>(c1, x.res.c);
-        });
-        if (r1 < 0) return;
-        // Cells twice as wide while the table would pass 4 entries a residue (and 4 M): coarser
-        // classes are still closed under candidate edges; few residues far apart cost no memory.
-        // (TESSERA_CLASS_TABLE=N: at most N entries, for the tests of coarser cells.)
+    CellClasses(std::span<const ClusterResidue> a, std::span<const ClusterResidue> b, int64_t radius)
+        : radius_(radius), side_(radius + 1) {
+        const size_t n = a.size() + b.size();
+        auto at = [&](size_t i) -> const Residue& { return i < a.size() ? a[i].res : b[i - a.size()].res; };
+        if (n == 0) return;
+        int64_t u0 = std::numeric_limits<int64_t>::max(), u1 = std::numeric_limits<int64_t>::min(), v0 = u0, v1 = u1;
+        for (size_t i = 0; i < n; ++i) {
+            const int64_t u = U(at(i)), v = V(at(i));
+            u0 = std::min(u0, u), u1 = std::max(u1, u), v0 = std::min(v0, v), v1 = std::max(v1, v);
+        }
+        // (TESSERA_CLASS_TABLE=N: at most N entries, for the tests of wider cells.)
         const char* cap = std::getenv("TESSERA_CLASS_TABLE");
-        const int64_t most = cap ? std::max<int64_t>(1, std::atoll(cap))
-                                 : std::max<int64_t>(4 * static_cast<int64_t>(a.size() + b.size()), int64_t{1} << 22);
-        while ((r1 / side_ - r0 / side_ + 1) * (c1 / side_ - c0 / side_ + 1) > most) side_ *= 2;
-        y0_ = r0 / side_, x0_ = c0 / side_, nx_ = c1 / side_ - x0_ + 1;
-        const int64_t ny = r1 / side_ - y0_ + 1;
+        const int64_t most = cap ? std::max<int64_t>(1, std::atoll(cap)) : std::max<int64_t>(4 * static_cast<int64_t>(n), int64_t{1} << 22);
+        while ((floor_div(u1, side_) - floor_div(u0, side_) + 1) * (floor_div(v1, side_) - floor_div(v0, side_) + 1) > most) side_ *= 2;
+        y0_ = floor_div(u0, side_), x0_ = floor_div(v0, side_), nx_ = floor_div(v1, side_) - x0_ + 1;
+        const int64_t ny = floor_div(u1, side_) - y0_ + 1;
+        // The occupied cells numbered in table order, their residues' (u, v) listed cell by cell.
         cell_.assign(static_cast<size_t>(ny * nx_), -1);
-        each([&](const ClusterResidue& x) { cell_[slot(x.res.r, x.res.c)] = 0; });
-        int32_t n = 0;
-        for (int32_t& v : cell_)
-            if (v == 0) v = n++;  // in cell order
-        parent_.resize(static_cast<size_t>(n));
-        for (int32_t i = 0; i < n; ++i) parent_[static_cast<size_t>(i)] = i;
+        for (size_t i = 0; i < n; ++i) cell_[slot(at(i))] = 0;
+        int32_t m = 0;
+        for (int32_t& c : cell_)
+            if (c == 0) c = m++;
+        first_.assign(static_cast<size_t>(m) + 1, 0);
+        for (size_t i = 0; i < n; ++i) ++first_[static_cast<size_t>(cell_[slot(at(i))]) + 1];
+        for (int32_t k = 0; k < m; ++k) first_[static_cast<size_t>(k) + 1] += first_[static_cast<size_t>(k)];
+        std::vector<int64_t> fill(first_.begin(), first_.end() - 1);
+        uv_.resize(2 * n);
+        for (size_t i = 0; i < n; ++i) {
+            const size_t at_k = static_cast<size_t>(fill[static_cast<size_t>(cell_[slot(at(i))])]++);
+            uv_[2 * at_k] = U(at(i)), uv_[2 * at_k + 1] = V(at(i));
+        }
+        parent_.resize(static_cast<size_t>(m));
+        for (int32_t i = 0; i < m; ++i) parent_[static_cast<size_t>(i)] = i;
         for (int64_t y = 0; y < ny; ++y)
             for (int64_t x = 0; x < nx_; ++x) {
                 const int32_t i = cell_[static_cast<size_t>(y * nx_ + x)];
@@ -72,24 +83,37 @@ public:
                 for (const auto& [dy, dx] : {std::pair<int64_t, int64_t>{0, 1}, {1, -1}, {1, 0}, {1, 1}}) {
                     if (x + dx < 0 || x + dx >= nx_ || y + dy >= ny) continue;
                     const int32_t j = cell_[static_cast<size_t>((y + dy) * nx_ + x + dx)];
-                    if (j >= 0) join(i, j);
+                    if (j >= 0 && find(i) != find(j) && near(i, j)) join(i, j);
                 }
             }
         std::unordered_map<int64_t, int32_t> lake_cell;  // a lake's first cell
-        each([&](const ClusterResidue& x) {
-            for (int64_t l : x.lake)
+        for (size_t i = 0; i < n; ++i)
+            for (int64_t l : (i < a.size() ? a[i] : b[i - a.size()]).lake)
                 if (l >= 0) {
-                    const int32_t i = cell_[slot(x.res.r, x.res.c)];
-                    if (auto [it, fresh] = lake_cell.try_emplace(l, i); !fresh) join(it->second, i);
+                    const int32_t c = cell_[slot(at(i))];
+                    if (auto [it, fresh] = lake_cell.try_emplace(l, c); !fresh) join(it->second, c);
                 }
-        });
-        for (int32_t i = 0; i < n; ++i) parent_[static_cast<size_t>(i)] = find(i);  // flat: of() in one step
+        for (int32_t i = 0; i < m; ++i) parent_[static_cast<size_t>(i)] = find(i);  // flat: of() in one step
     }
-    int64_t of(const Residue& x) const { return parent_[static_cast<size_t>(cell_[slot(x.r, x.c)])]; }
+    int64_t of(const Residue& x) const { return parent_[static_cast<size_t>(cell_[slot(x)])]; }
     size_t size() const { return parent_.size(); }
 
 private:
-    size_t slot(int64_t r, int64_t c) const { return static_cast<size_t>((r / side_ - y0_) * nx_ + c / side_ - x0_); }
+    static int64_t U(const Residue& x) { return int64_t{x.r} + x.c; }
+    static int64_t V(const Residue& x) { return int64_t{x.r} - x.c; }
+    static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+    size_t slot(const Residue& x) const {
+        return static_cast<size_t>((floor_div(U(x), side_) - y0_) * nx_ + floor_div(V(x), side_) - x0_);
+    }
+    // Whether a residue of cell i and one of cell j lie within the radius (L1: both turned coordinates).
+    bool near(int32_t i, int32_t j) const {
+        for (int64_t p = first_[static_cast<size_t>(i)]; p < first_[static_cast<size_t>(i) + 1]; ++p)
+            for (int64_t q = first_[static_cast<size_t>(j)]; q < first_[static_cast<size_t>(j) + 1]; ++q)
+                if (std::abs(uv_[static_cast<size_t>(2 * p)] - uv_[static_cast<size_t>(2 * q)]) <= radius_ &&
+                    std::abs(uv_[static_cast<size_t>(2 * p + 1)] - uv_[static_cast<size_t>(2 * q + 1)]) <= radius_)
+                    return true;
+        return false;
+    }
     int32_t find(int32_t x) {
         while (parent_[static_cast<size_t>(x)] != x) x = parent_[static_cast<size_t>(x)] = parent_[static_cast<size_t>(parent_[static_cast<size_t>(x)])];
         return x;
@@ -98,8 +122,9 @@ private:
         a = find(a), b = find(b);
         if (a != b) parent_[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
     }
-    int64_t side_, y0_ = 0, x0_ = 0, nx_ = 0;
+    int64_t radius_, side_, y0_ = 0, x0_ = 0, nx_ = 0;
     std::vector<int32_t> cell_, parent_;
+    std::vector<int64_t> first_, uv_;  // each cell's residues' (u, v), from first_[cell] on
 };
 
 void add(MatchStats& st, const ClusterStats& c) {
@@ -133,7 +158,7 @@ ClusterResidue with_touching_lakes(const Residue& x, const LakeView& lakes, int6
     for (int j = 0; j < 4; ++j) {
         const int64_t l = at[j];
         if (l == kNoLake) continue;
-        reaches_out = reaches_out || out[j];
+        reaches_out = reaches_out || (out[j] && l != kGroundedLake);  // the ground carries nothing between sets
         if (k > 0 && (y.lake[0] == l || (k > 1 && y.lake[1] == l))) continue;
         if (k < 2) y.lake[k++] = l;
     }
@@ -252,7 +277,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
 
     // Classes that hold a halo residue, or an owned one near the border or on a lake that may
     // reach out, are shared: decided on every rank from every rank's part.
-    CellClasses classes(mine, halo, R + 1);
+    CellClasses classes(mine, halo, R);
     std::vector<uint8_t> shared_class(classes.size(), 0);
     for (const ClusterResidue& x : halo) shared_class[static_cast<size_t>(classes.of(x.res))] = 1;
     for (int64_t i = 0; i < n_own; ++i)

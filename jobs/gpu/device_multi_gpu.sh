@@ -8,7 +8,9 @@
 #    (MOSAIC=ROWSxCOLS, a VRT of 8 x 8 copies of a topo scene): wall seconds and the rank-0 stages
 #    on 1, 2, ... G ranks, each rank OMP_NUM_THREADS = host cores / ranks, not bound to cores.
 #   bash jobs/gpu/device_multi_gpu.sh BUNDLE_DIR "16384 32768" [MOSAIC_ROWSxCOLS]
-# (MPIIO_TOO=1: each holes run on several ranks again through MPI-IO's collective writes.)
+# (MPIIO_TOO=1: each holes run on several ranks again through MPI-IO's collective writes.
+#  AGAIN=VAR=VALUE: each run on several ranks, holes and mosaic, again with that variable, e.g.
+#  AGAIN=TESSERA_HDF5_IN_PLACE=0 for the phase sent to rank 0 instead of written in place.)
 set -u
 b=$1 sizes=${2:-"16384"} mosaic=${3:-}
 . "$b/env.sh"
@@ -22,6 +24,7 @@ run() {  # run NP OPTIONS...: tessera unwrap --backend cuda on NP ranks, one GPU
   local np=$1 x=(); shift
   [ -n "${TESSERA_TRACE:-}" ] && x=(-x TESSERA_TRACE)
   [ -n "${TESSERA_HDF5_GATHER:-}" ] && x+=(-x TESSERA_HDF5_GATHER)
+  [ -n "${AGAIN_NOW:-}" ] && x+=(-x "$AGAIN_NOW")
   mpirun --oversubscribe --bind-to none -np "$np" -x OMP_NUM_THREADS=$((cores / np)) "${x[@]}" \
     tessera unwrap --backend "${BACKEND:-cuda}" "$@"
 }
@@ -49,8 +52,12 @@ timed() {  # timed LABEL NP OPTIONS...: wall seconds and rank 0's stage lines
   local label=$1 np=$2; shift 2
   rm -f "$d/out.h5"
   local t0; t0=$(date +%s.%N)
-  run "$np" "$@" "$d/out.h5" 2>&1 | grep -E "^tessera: [a-z_0-9]+ +[0-9.]+ s|Mpixel|chunks/" | tr -s ' ' | tr '\n' ';'
-  echo " <- $label np $np${TESSERA_HDF5_GATHER:+ TESSERA_HDF5_GATHER=$TESSERA_HDF5_GATHER}, wall $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}') s"
+  run "$np" "$@" "$d/out.h5" 2>&1 | grep -E "^tessera: [a-z_0-9]+ +[0-9.]+ s|^tessera: matching/|^tessera: cut_clusters|hdf5 |in place|Mpixel|chunks/" | tr -s ' ' | tr '\n' ';'
+  echo " <- $label np $np${TESSERA_HDF5_GATHER:+ TESSERA_HDF5_GATHER=$TESSERA_HDF5_GATHER}${AGAIN_NOW:+ $AGAIN_NOW}, wall $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}') s"
+}
+again() {  # again LABEL NP OPTIONS...: on several ranks, the same run with AGAIN's variable
+  [ "$2" -gt 1 ] && [ -n "${AGAIN:-}" ] || return 0
+  export "${AGAIN?}"; AGAIN_NOW=${AGAIN%%=*} timed "$@"; unset "${AGAIN%%=*}"
 }
 for n in $sizes; do
   tessera synth --overwrite --case holes --size ${n}x${n} --seed 2 "$d" >/dev/null
@@ -59,6 +66,8 @@ for n in $sizes; do
     # MPIIO_TOO=1: the same through MPI-IO's collective writes (as across nodes)
     [ "$np" -gt 1 ] && [ -n "${MPIIO_TOO:-}" ] && TESSERA_HDF5_GATHER=0 timed "holes $n² with coherence" "$np" --tile-size 1024 \
       --coherence "$d/holes_coherence.tif" --min-coherence 0.3 "$d/holes_wrapped.tif"
+    again "holes $n² with coherence" "$np" --tile-size 1024 --coherence "$d/holes_coherence.tif" --min-coherence 0.3 \
+      "$d/holes_wrapped.tif"
   done
   rm -f "$d"/*.tif
 done
@@ -67,6 +76,7 @@ if [ -n "$mosaic" ]; then
   for np in $ranks; do
     [ "$np" -eq 1 ] && [ -n "${MOSAIC_SKIP_ONE:-}" ] && continue
     timed "mosaic $mosaic" "$np" --tile-size 1024 "$d/mosaic.vrt"
+    again "mosaic $mosaic" "$np" --tile-size 1024 "$d/mosaic.vrt"
   done
 fi
 rm -rf "$d"

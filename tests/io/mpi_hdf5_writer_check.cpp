@@ -183,7 +183,10 @@ int main(int argc, char** argv) {
             }
         {
             Hdf5Writer w(out, MPI_COMM_WORLD, kRows, kCols);
+            // Uncompressed (ranks of one node: each writes its own band in place), then deflated.
+            w.set_deflate(0);
             w.write_f32("unwrapped_phase", own, ph.data(), kStride, {{"units", std::string("radians")}});
+            w.set_deflate(1);
             w.write_u32("connected_components", own, lab.data(), kStride, {});
             w.write_i8("cycles", own, k.data(), kStride, {{"ranks", int64_t{g_size}}, {"_FillValue", int64_t{-127}}});
             // netCDF-4 dimensions made by every rank alike, rank 1 owning no pixel.
@@ -226,9 +229,11 @@ int main(int argc, char** argv) {
             fail("an uncommitted writer left a file");
 
         // 3. A chunked run's windows (set_windowed): column blocks, rows in two writes that end
-        //    and begin inside a chunk row, labels 2 bytes wide. Gathered, rank 0 writes the
-        //    whole chunk rows whole and the rest window by window; either way every pixel.
-        const std::string out4 = out + ".4.h5";
+        //    and begin inside a chunk row, labels 2 bytes wide; deflated (gathered, rank 0 writes
+        //    the whole chunk rows whole and the rest window by window) and not (each rank its
+        //    own windows in place, chunks shared by ranks); every way every pixel.
+        for (const int level : {1, 0}) {
+        const std::string out4 = out + ".4." + std::to_string(level) + ".h5";
         {
             const int64_t c0 = kCols * g_rank / g_size, c1 = kCols * (g_rank + 1) / g_size;
             std::vector<float> p4(static_cast<size_t>(kRows * kStride));
@@ -240,6 +245,7 @@ int main(int argc, char** argv) {
                 }
             Hdf5Writer w(out4, MPI_COMM_WORLD, kRows, kCols);
             w.set_windowed(true);
+            w.set_deflate(level);
             for (const auto& [r0, r1] : {std::pair<int64_t, int64_t>{0, 700}, {700, kRows}}) {
                 const Window win{r0, c0, r1 - r0, c1 - c0};
                 w.write_f32("unwrapped_phase", win, p4.data() + r0 * kStride, kStride, {});
@@ -259,10 +265,11 @@ int main(int argc, char** argv) {
                 for (int64_t i = 0; i < kRows * kCols && !ph4.empty() && !lab4.empty(); ++i)
                     bad += ph4[static_cast<size_t>(i)] != phase_at(i / kCols, i % kCols) ||
                            lab4[static_cast<size_t>(i)] != label_at(i / kCols, i % kCols) % 60000;
-                if (bad) fail("windowed column blocks: " + std::to_string(bad) + " wrong pixels");
+                if (bad) fail("windowed column blocks, deflate " + std::to_string(level) + ": " + std::to_string(bad) + " wrong pixels");
                 H5Fclose(f);
             }
             std::remove(out4.c_str());
+        }
         }
 
         // 4. A missing output directory: an InputError naming the path on every rank.
