@@ -12,6 +12,8 @@
 #include "kernels/plaquette_bitmap.h"
 #include "kernels/vector_memory.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -387,12 +389,30 @@ private:
 }  // namespace
 
 std::vector<int64_t> lake_ids_of(std::span<const ClusterResidue> res) {
+    // Each thread its run of residues, a lake listed again only after another (residues on one
+    // shore follow each other): sorting every touch serially took 0.6 s of the device rule's setup
+    // for 12.5 M residues (H200 host, 32768² holes with coherence).
+    const int64_t n = static_cast<int64_t>(res.size());
+    std::vector<std::vector<int64_t>> part;
+#pragma omp parallel if (n >= 65536)
+    {
+#pragma omp single
+        part.resize(static_cast<size_t>(omp_get_num_threads()));
+        const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+        std::vector<int64_t>& ids = part[static_cast<size_t>(t)];
+        int64_t last = -1;
+        for (int64_t i = n * t / T; i < n * (t + 1) / T; ++i)
+            for (int64_t l : res[static_cast<size_t>(i)].lake)
+                if (l >= 0 && l != last) ids.push_back(last = l);
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    }
     std::vector<int64_t> ids;
-    for (const ClusterResidue& x : res)
-        for (int64_t l : x.lake)
-            if (l >= 0) ids.push_back(l);
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    for (const std::vector<int64_t>& p : part) ids.insert(ids.end(), p.begin(), p.end());
+    if (part.size() > 1) {
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    }
     return ids;
 }
 

@@ -52,7 +52,7 @@ timed() {  # timed LABEL NP OPTIONS...: wall seconds and rank 0's stage lines
   local label=$1 np=$2; shift 2
   rm -f "$d/out.h5"
   local t0; t0=$(date +%s.%N)
-  run "$np" "$@" "$d/out.h5" 2>&1 | grep -E "^tessera: [a-z_0-9]+ +[0-9.]+ s|^tessera: matching/|^tessera: cut_clusters|hdf5 |in place|Mpixel|chunks/" | tr -s ' ' | tr '\n' ';'
+  run "$np" "$@" "$d/out.h5" 2>&1 | grep -E "^tessera: [a-z_0-9]+ +[0-9.]+ s|^tessera: matching/|^tessera: cut_clusters|^tessera: (device|host) rule|hdf5 |in place|Mpixel|chunks/" | tr -s ' ' | tr '\n' ';'
   echo " <- $label np $np${TESSERA_HDF5_GATHER:+ TESSERA_HDF5_GATHER=$TESSERA_HDF5_GATHER}${AGAIN_NOW:+ $AGAIN_NOW}, wall $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}') s"
 }
 again() {  # again LABEL NP OPTIONS...: on several ranks, the same run with AGAIN's variable

@@ -3,9 +3,11 @@
 // memory or the keys do not fit. Which form runs never changes the cuts (tests/gpu).
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 
 #include "kernels/cuda/cut_rule.h"
 #include "kernels/cuda/region.h"
+#include "kernels/lap.h"
 
 namespace tessera::cuda {
 
@@ -27,10 +29,22 @@ int64_t device_rule_bytes(std::span<const ClusterResidue> res) {
 
 void Region::cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
                           std::vector<Cut>& out, ClusterStats& stats) {
+    DeviceRuleTimes t;
+    Lap clock;
     if (res.size() >= kDeviceRuleFrom && device_rule_bytes(res) <= device_free_bytes() &&
-        cut_clusters_on_device(res, H, W, radius, out, stats))
+        cut_clusters_on_device(res, H, W, radius, out, stats, &t)) {
+        if (trace_on())  // TESSERA_TRACE=1 (profiling)
+            std::fprintf(stderr,
+                         "tessera: device rule: %zu residues, %d rounds (grid %d, block %d) in %.1f ms: setup %.1f, "
+                         "upload %.1f, wide %.1f, grid %.1f, block %.1f, sort %.1f, download %.1f, cuts %.1f\n",
+                         res.size(), t.rounds.rounds, t.rounds.grid_rounds, t.rounds.block_rounds, clock.next_ms(),
+                         t.setup, t.rounds.upload, t.rounds.wide, t.rounds.grid, t.rounds.block, t.rounds.sort,
+                         t.rounds.download, t.cuts);
         return;
+    }
     tessera::cut_clusters(res, H, W, radius, out, stats);
+    if (trace_on() && res.size() >= kDeviceRuleFrom)
+        std::fprintf(stderr, "tessera: host rule: %zu residues in %.1f ms\n", res.size(), clock.next_ms());
 }
 
 }  // namespace tessera::cuda
