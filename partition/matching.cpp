@@ -320,10 +320,15 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     CellClasses classes(mine, halo, R);
     std::vector<uint8_t> shared_class(classes.size(), 0);
     for (const ClusterResidue& x : halo) shared_class[static_cast<size_t>(classes.of(x.res))] = 1;
+    const bool threads = n_own >= 65536;
+#pragma omp parallel for schedule(static) if (threads)
     for (int64_t i = 0; i < n_own; ++i)
-        if (near_border[static_cast<size_t>(i)]) shared_class[static_cast<size_t>(classes.of(owned[static_cast<size_t>(i)]))] = 1;
+        if (near_border[static_cast<size_t>(i)])
+            std::atomic_ref<uint8_t>(shared_class[static_cast<size_t>(classes.of(owned[static_cast<size_t>(i)]))])
+                .store(1, std::memory_order_relaxed);
     std::vector<uint8_t> in_shared(owned.size());
     int64_t n_shared = 0;
+#pragma omp parallel for schedule(static) reduction(+ : n_shared) if (threads)
     for (int64_t i = 0; i < n_own; ++i)
         n_shared += in_shared[static_cast<size_t>(i)] = shared_class[static_cast<size_t>(classes.of(owned[static_cast<size_t>(i)]))];
     std::vector<ClusterResidue> interior, shared_mine;  // each sized once: growing them cost more than the rest
