@@ -61,16 +61,16 @@ public:
         }
         p->sc_.resize(size_), p->sd_.resize(size_), p->rc_.resize(size_), p->rd_.resize(size_);
         for (int d = 0; d < size_; ++d) {
-            p->sc_[d] = nbytes<T>(send[d].size());
-            p->sd_[d] = nbytes<T>(p->flat_.size());
+            p->sc_[d] = nelems(send[d].size());
+            p->sd_[d] = nelems(p->flat_.size());
             p->flat_.insert(p->flat_.end(), send[d].begin(), send[d].end());
-            if (d != rank_) bytes_sent_ += p->sc_[d];
+            if (d != rank_) bytes_sent_ += static_cast<int64_t>(p->sc_[d]) * static_cast<int64_t>(sizeof(T));
         }
-        int total = 0;
-        for (int s = 0; s < size_; ++s) p->rd_[s] = total, p->rc_[s] = nbytes<T>(recv_elems[s]), total += p->rc_[s];
-        p->recv_.resize(static_cast<size_t>(total) / sizeof(T));
-        check(MPI_Ialltoallv(p->flat_.data(), p->sc_.data(), p->sd_.data(), MPI_BYTE, p->recv_.data(),
-                             p->rc_.data(), p->rd_.data(), MPI_BYTE, comm_, &p->req_));
+        p->rc_ = recv_elems;
+        p->recv_.resize(static_cast<size_t>(displacements(p->rc_, p->rd_)));
+        const MPI_Datatype rt = record_type<T>();
+        check(MPI_Ialltoallv(p->flat_.data(), p->sc_.data(), p->sd_.data(), rt, p->recv_.data(), p->rc_.data(),
+                             p->rd_.data(), rt, comm_, &p->req_));
         return p;
     }
 
@@ -86,21 +86,16 @@ public:
         std::vector<int> sc(size_), rc(size_), sd(size_), rd(size_);
         std::vector<T> flat;
         for (int d = 0; d < size_; ++d) {
-            sc[d] = nbytes<T>(send[d].size());
-            sd[d] = nbytes<T>(flat.size());
+            sc[d] = nelems(send[d].size());
+            sd[d] = nelems(flat.size());
             flat.insert(flat.end(), send[d].begin(), send[d].end());
-            if (d != rank_) bytes_sent_ += sc[d] + static_cast<int64_t>(sizeof(int));
+            if (d != rank_) bytes_sent_ += static_cast<int64_t>(sc[d]) * static_cast<int64_t>(sizeof(T)) + static_cast<int64_t>(sizeof(int));
         }
         check(MPI_Alltoall(sc.data(), 1, MPI_INT, rc.data(), 1, MPI_INT, comm_));
-        int total = 0;
-        for (int s = 0; s < size_; ++s) rd[s] = total, total += rc[s];
-        std::vector<T> out(static_cast<size_t>(total) / sizeof(T));
-        check(MPI_Alltoallv(flat.data(), sc.data(), sd.data(), MPI_BYTE, out.data(), rc.data(), rd.data(), MPI_BYTE,
-                            comm_));
-        if (recv_elems) {
-            recv_elems->resize(size_);
-            for (int s = 0; s < size_; ++s) (*recv_elems)[s] = rc[s] / static_cast<int>(sizeof(T));
-        }
+        std::vector<T> out(static_cast<size_t>(displacements(rc, rd)));
+        const MPI_Datatype rt = record_type<T>();
+        check(MPI_Alltoallv(flat.data(), sc.data(), sd.data(), rt, out.data(), rc.data(), rd.data(), rt, comm_));
+        if (recv_elems) *recv_elems = rc;
         return out;
     }
 
@@ -109,14 +104,13 @@ public:
     std::vector<T> allgatherv(const std::vector<T>& mine) {
         static_assert(std::is_trivially_copyable_v<T>);
         if (size_ == 1) return mine;
-        int n = nbytes<T>(mine.size());
+        const int n = nelems(mine.size());
         std::vector<int> rc(size_), rd(size_);
         check(MPI_Allgather(&n, 1, MPI_INT, rc.data(), 1, MPI_INT, comm_));
-        int total = 0;
-        for (int s = 0; s < size_; ++s) rd[s] = total, total += rc[s];
-        std::vector<T> out(static_cast<size_t>(total) / sizeof(T));
-        check(MPI_Allgatherv(mine.data(), n, MPI_BYTE, out.data(), rc.data(), rd.data(), MPI_BYTE, comm_));
-        bytes_sent_ += static_cast<int64_t>(n) * (size_ - 1);
+        std::vector<T> out(static_cast<size_t>(displacements(rc, rd)));
+        const MPI_Datatype rt = record_type<T>();
+        check(MPI_Allgatherv(mine.data(), n, rt, out.data(), rc.data(), rd.data(), rt, comm_));
+        bytes_sent_ += static_cast<int64_t>(n) * static_cast<int64_t>(sizeof(T)) * (size_ - 1);
         return out;
     }
 
@@ -125,18 +119,17 @@ public:
     std::vector<std::vector<T>> gatherv(const std::vector<T>& mine, int root) {
         static_assert(std::is_trivially_copyable_v<T>);
         if (size_ == 1) return {mine};
-        int n = nbytes<T>(mine.size());
+        const int n = nelems(mine.size());
         std::vector<int> rc(size_), rd(size_);
         check(MPI_Gather(&n, 1, MPI_INT, rc.data(), 1, MPI_INT, root, comm_));
-        int total = 0;
-        for (int s = 0; s < size_; ++s) rd[s] = total, total += rc[s];
-        std::vector<T> flat(rank_ == root ? static_cast<size_t>(total) / sizeof(T) : 0);
-        check(MPI_Gatherv(mine.data(), n, MPI_BYTE, flat.data(), rc.data(), rd.data(), MPI_BYTE, root, comm_));
-        if (rank_ != root) bytes_sent_ += n;
+        const int total = rank_ == root ? displacements(rc, rd) : 0;
+        std::vector<T> flat(static_cast<size_t>(total));
+        const MPI_Datatype rt = record_type<T>();
+        check(MPI_Gatherv(mine.data(), n, rt, flat.data(), rc.data(), rd.data(), rt, root, comm_));
+        if (rank_ != root) bytes_sent_ += static_cast<int64_t>(n) * static_cast<int64_t>(sizeof(T));
         std::vector<std::vector<T>> out;
         if (rank_ == root)
-            for (int s = 0; s < size_; ++s)
-                out.emplace_back(flat.begin() + rd[s] / sizeof(T), flat.begin() + (rd[s] + rc[s]) / sizeof(T));
+            for (int s = 0; s < size_; ++s) out.emplace_back(flat.begin() + rd[s], flat.begin() + rd[s] + rc[s]);
         return out;
     }
 
@@ -149,15 +142,16 @@ public:
         std::vector<T> flat;
         if (rank_ == root)
             for (int d = 0; d < size_; ++d) {
-                sc[d] = nbytes<T>(per_rank[d].size());
-                sd[d] = nbytes<T>(flat.size());
+                sc[d] = nelems(per_rank[d].size());
+                sd[d] = nelems(flat.size());
                 flat.insert(flat.end(), per_rank[d].begin(), per_rank[d].end());
-                if (d != rank_) bytes_sent_ += sc[d];
+                if (d != rank_) bytes_sent_ += static_cast<int64_t>(sc[d]) * static_cast<int64_t>(sizeof(T));
             }
         int n = 0;
         check(MPI_Scatter(sc.data(), 1, MPI_INT, &n, 1, MPI_INT, root, comm_));
-        std::vector<T> out(static_cast<size_t>(n) / sizeof(T));
-        check(MPI_Scatterv(flat.data(), sc.data(), sd.data(), MPI_BYTE, out.data(), n, MPI_BYTE, root, comm_));
+        std::vector<T> out(static_cast<size_t>(n));
+        const MPI_Datatype rt = record_type<T>();
+        check(MPI_Scatterv(flat.data(), sc.data(), sd.data(), rt, out.data(), n, rt, root, comm_));
         return out;
     }
 
@@ -285,6 +279,25 @@ private:
     static int nelems(size_t n) {
         if (n > static_cast<size_t>(INT32_MAX)) throw std::runtime_error("MPI message over 2^31 elements");
         return static_cast<int>(n);
+    }
+    // Where each rank's records begin in the received whole (rd from the counts rc); their total.
+    static int displacements(const std::vector<int>& rc, std::vector<int>& rd) {
+        int64_t total = 0;
+        rd.resize(rc.size());
+        for (size_t s = 0; s < rc.size(); ++s) rd[s] = static_cast<int>(total), total += rc[s];
+        return nelems(static_cast<size_t>(total));
+    }
+    // One record of T as an MPI type, so that counts and displacements are records (2^31 of
+    // them), not bytes (2 GiB: the shared residues of a large scene pass that). Made once.
+    template <class T>
+    static MPI_Datatype record_type() {
+        static const MPI_Datatype t = [] {
+            MPI_Datatype d = MPI_DATATYPE_NULL;
+            check(MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &d));
+            check(MPI_Type_commit(&d));
+            return d;
+        }();
+        return t;
     }
     template <class T>
     static MPI_Datatype mpi_type() {
