@@ -245,14 +245,11 @@ public:
     void combine_in_place(std::vector<T>& v) {
         static_assert(std::is_trivially_copyable_v<T>);
         if (size_ == 1 || v.empty()) return;
-        MPI_Datatype t;
-        check(MPI_Type_contiguous(nbytes<T>(1), MPI_BYTE, &t));
-        check(MPI_Type_commit(&t));
+        const MPI_Datatype t = record_type<T>();
         MPI_Op op;
         check(MPI_Op_create(&combine_op<T, Add>, /*commute=*/1, &op));
         const int rc = MPI_Allreduce(MPI_IN_PLACE, v.data(), nelems(v.size()), t, op, comm_);
         MPI_Op_free(&op);
-        MPI_Type_free(&t);
         check(rc);
         bytes_sent_ += static_cast<int64_t>(v.size() * sizeof(T));
     }
