@@ -100,10 +100,10 @@ public:
     }
 
     // Everyone's records, in rank order.
-    template <class T>
-    std::vector<T> allgatherv(const std::vector<T>& mine) {
+    template <class T, class A>
+    std::vector<T> allgatherv(const std::vector<T, A>& mine) {
         static_assert(std::is_trivially_copyable_v<T>);
-        if (size_ == 1) return mine;
+        if (size_ == 1) return {mine.begin(), mine.end()};
         const int n = nelems(mine.size());
         std::vector<int> rc(size_), rd(size_);
         check(MPI_Allgather(&n, 1, MPI_INT, rc.data(), 1, MPI_INT, comm_));

@@ -5,6 +5,7 @@
 #include "kernels/vector_memory.h"
 
 #include <algorithm>
+#include <parallel/algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -168,6 +169,30 @@ void merge_runs_by_id(std::vector<ClusterResidue>& v) {
     }
 }
 
+// v's records with `to_b` set into b, the others into a, each in v's order: blocks on the host's
+// threads, each writing at its offset (a serial push_back of 2.5 M 48-byte records took 0.1 s).
+template <class Out>
+void split_in_order(std::span<const ClusterResidue> v, const std::vector<uint8_t>& to_b, int64_t n_b, Out& a, Out& b) {
+    const auto n = static_cast<int64_t>(v.size());
+    a.resize(static_cast<size_t>(n - n_b)), b.resize(static_cast<size_t>(n_b));
+    constexpr int64_t kBlock = 1 << 16;
+    const int64_t blocks = (n + kBlock - 1) / kBlock;
+    std::vector<int64_t> in_b(static_cast<size_t>(blocks) + 1, 0);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+    for (int64_t k = 0; k < blocks; ++k) {
+        int64_t m = 0;
+        for (int64_t i = k * kBlock; i < std::min(n, (k + 1) * kBlock); ++i) m += to_b[static_cast<size_t>(i)];
+        in_b[static_cast<size_t>(k) + 1] = m;
+    }
+    for (int64_t k = 0; k < blocks; ++k) in_b[static_cast<size_t>(k) + 1] += in_b[static_cast<size_t>(k)];
+#pragma omp parallel for schedule(static) if (blocks > 1)
+    for (int64_t k = 0; k < blocks; ++k) {
+        int64_t ib = in_b[static_cast<size_t>(k)], ia = k * kBlock - ib;
+        for (int64_t i = k * kBlock; i < std::min(n, (k + 1) * kBlock); ++i)
+            (to_b[static_cast<size_t>(i)] ? b[static_cast<size_t>(ib++)] : a[static_cast<size_t>(ia++)]) = v[static_cast<size_t>(i)];
+    }
+}
+
 void add(MatchStats& st, const ClusterStats& c) {
     st.pairs += c.pairs, st.ground_cuts += c.ground_cuts, st.lake_joins += c.lake_joins;
 }
@@ -319,6 +344,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     // Classes that hold a halo residue, or an owned one near the border or on a lake that may
     // reach out, are shared: decided on every rank from every rank's part.
     CellClasses classes(mine, halo, R);
+    trace("cells");
     std::vector<uint8_t> shared_class(classes.size(), 0);
     for (const ClusterResidue& x : halo) shared_class[static_cast<size_t>(classes.of(x.res))] = 1;
     const bool threads = n_own >= 65536;
@@ -332,11 +358,8 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
 #pragma omp parallel for schedule(static) reduction(+ : n_shared) if (threads)
     for (int64_t i = 0; i < n_own; ++i)
         n_shared += in_shared[static_cast<size_t>(i)] = shared_class[static_cast<size_t>(classes.of(owned[static_cast<size_t>(i)]))];
-    std::vector<ClusterResidue> interior, shared_mine;  // each sized once: growing them cost more than the rest
-    interior.reserve(static_cast<size_t>(n_own - n_shared));
-    shared_mine.reserve(static_cast<size_t>(n_shared));
-    for (int64_t i = 0; i < n_own; ++i)
-        (in_shared[static_cast<size_t>(i)] ? shared_mine : interior).push_back(mine[static_cast<size_t>(i)]);
+    UntouchedVector<ClusterResidue> interior, shared_mine;  // each record written once, on the threads
+    split_in_order(mine, in_shared, n_shared, interior, shared_mine);
     release(mine);
     trace("classes");
 
@@ -372,6 +395,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     const std::vector<Cut> all_ground = comm.allgatherv(ground);
     cuts.insert(cuts.end(), all_ground.begin(), all_ground.end());
     st.pairs = comm.sum(cs_own.pairs), st.ground_cuts = comm.sum(cs_own.ground_cuts), st.lake_joins = comm.sum(cs_own.lake_joins);
+    trace("ground");  // with the wait for the slowest rank
     if (any_long) {
         std::vector<FarMember> far_all = comm.allgatherv(far_own.members);
         far_all.insert(far_all.end(), far_shared.members.begin(), far_shared.members.end());
@@ -386,8 +410,10 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     add(st, cs_shared);
     cuts.insert(cuts.end(), shared_cuts.begin(), shared_cuts.end());
     st.lake_steps = comm.sum(add_lake_steps(interior, cuts)) + add_lake_steps(shared, cuts);
-    std::sort(cuts.begin(), cuts.end(), cut_order);
+    // On the threads: one thread's sort was 0.1-0.3 s of the matching at 32768² (ties are equal cuts).
+    __gnu_parallel::sort(cuts.begin(), cuts.end(), cut_order);
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    trace("sort");
     return cuts;
 }
 
