@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <parallel/algorithm>
+#include <parallel/multiway_merge.h>
+#include <omp.h>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
-#include <unordered_map>
 #include <utility>
 
 namespace tessera {
@@ -69,17 +71,17 @@ public:
         const int64_t ny = floor_div(u1, side_) - y0_ + 1;
         // The occupied cells numbered in table order, their residues' (u, v) listed cell by cell
         // (in any order within a cell: near() asks whether any pair is near).
-        cell_.assign(static_cast<size_t>(ny * nx_), -1);
-        std::vector<int32_t> own(n);  // each residue's cell: its slot, then its number
+        cell_.resize(static_cast<size_t>(ny * nx_));  // up to 4 entries a residue: filled on the threads
+#pragma omp parallel for schedule(static) if (threads)
+        for (int64_t k = 0; k < ny * nx_; ++k) cell_[static_cast<size_t>(k)] = -1;
+        UntouchedVector<int32_t> own(n);  // each residue's cell: its slot, then its number
 #pragma omp parallel for schedule(static) if (threads)
         for (int64_t i = 0; i < N; ++i) {
             const size_t k = slot(at(i));
             own[static_cast<size_t>(i)] = static_cast<int32_t>(k);
             std::atomic_ref<int32_t>(cell_[k]).store(0, std::memory_order_relaxed);
         }
-        int32_t m = 0;
-        for (int32_t& c : cell_)
-            if (c == 0) c = m++;
+        const int32_t m = number_cells(threads);
         first_.assign(static_cast<size_t>(m) + 1, 0);
 #pragma omp parallel for schedule(static) if (threads)
         for (int64_t i = 0; i < N; ++i) {
@@ -97,27 +99,67 @@ public:
         }
         parent_.resize(static_cast<size_t>(m));
         for (int32_t i = 0; i < m; ++i) parent_[static_cast<size_t>(i)] = i;
-        for (int64_t y = 0; y < ny; ++y)
-            for (int64_t x = 0; x < nx_; ++x) {
-                const int32_t i = cell_[static_cast<size_t>(y * nx_ + x)];
-                if (i < 0) continue;
-                for (const auto& [dy, dx] : {std::pair<int64_t, int64_t>{0, 1}, {1, -1}, {1, 0}, {1, 1}}) {
-                    if (x + dx < 0 || x + dx >= nx_ || y + dy >= ny) continue;
-                    const int32_t j = cell_[static_cast<size_t>((y + dy) * nx_ + x + dx)];
-                    if (j >= 0 && find(i) != find(j) && near(i, j)) join(i, j);
+        // The joins found on the threads (near() and the lake touches are the work), made after:
+        // a class is its least cell whatever the order of the joins. (Serially, with a
+        // hash map of lakes, this was 0.2-0.3 s of two ranks' 32768² matching, H200 host.)
+        std::vector<std::vector<std::pair<int32_t, int32_t>>> joins(static_cast<size_t>(omp_get_max_threads()));
+        std::vector<std::vector<std::pair<int64_t, int32_t>>> touches(joins.size());  // (lake, cell)
+#pragma omp parallel if (threads)
+        {
+            auto& my_joins = joins[static_cast<size_t>(omp_get_thread_num())];
+#pragma omp for schedule(dynamic, 16)
+            for (int64_t y = 0; y < ny; ++y)
+                for (int64_t x = 0; x < nx_; ++x) {
+                    const int32_t i = cell_[static_cast<size_t>(y * nx_ + x)];
+                    if (i < 0) continue;
+                    for (const auto& [dy, dx] : {std::pair<int64_t, int64_t>{0, 1}, {1, -1}, {1, 0}, {1, 1}}) {
+                        if (x + dx < 0 || x + dx >= nx_ || y + dy >= ny) continue;
+                        const int32_t j = cell_[static_cast<size_t>((y + dy) * nx_ + x + dx)];
+                        if (j >= 0 && near(i, j)) my_joins.emplace_back(i, j);
+                    }
                 }
-            }
-        std::unordered_map<int64_t, int32_t> lake_cell;  // a lake's first cell
-        for (size_t i = 0; i < n; ++i)
-            for (int64_t l : (i < a.size() ? a[i] : b[i - a.size()]).lake)
-                if (l >= 0)
-                    if (auto [it, fresh] = lake_cell.try_emplace(l, own[i]); !fresh) join(it->second, own[i]);
+            auto& my_touches = touches[static_cast<size_t>(omp_get_thread_num())];
+#pragma omp for schedule(static)
+            for (int64_t i = 0; i < N; ++i)
+                for (int64_t l : (i < static_cast<int64_t>(a.size()) ? a[static_cast<size_t>(i)] : b[static_cast<size_t>(i) - a.size()]).lake)
+                    if (l >= 0 && (my_touches.empty() || my_touches.back() != std::pair{l, own[static_cast<size_t>(i)]}))
+                        my_touches.emplace_back(l, own[static_cast<size_t>(i)]);
+        }
+        for (const auto& list : joins)
+            for (const auto& [i, j] : list) join(i, j);
+        std::vector<std::pair<int64_t, int32_t>> touch;
+        for (auto& list : touches) touch.insert(touch.end(), list.begin(), list.end()), release(list);
+        __gnu_parallel::sort(touch.begin(), touch.end());
+        for (size_t k = 1; k < touch.size(); ++k)
+            if (touch[k].first == touch[k - 1].first) join(touch[k - 1].second, touch[k].second);
         for (int32_t i = 0; i < m; ++i) parent_[static_cast<size_t>(i)] = find(i);  // flat: of() in one step
     }
     int64_t of(const Residue& x) const { return parent_[static_cast<size_t>(cell_[slot(x)])]; }
     size_t size() const { return parent_.size(); }
 
 private:
+    // The occupied cells (0 in cell_, the empty ones -1) numbered in table order, blocks of the
+    // table on the threads; returns how many.
+    int32_t number_cells(bool threads) {
+        constexpr int64_t kBlock = 1 << 16;
+        const auto T = static_cast<int64_t>(cell_.size());
+        const int64_t blocks = (T + kBlock - 1) / kBlock;
+        std::vector<int32_t> base(static_cast<size_t>(blocks) + 1, 0);
+#pragma omp parallel for schedule(static) if (threads)
+        for (int64_t k = 0; k < blocks; ++k) {
+            int32_t c = 0;
+            for (int64_t i = k * kBlock; i < std::min(T, (k + 1) * kBlock); ++i) c += cell_[static_cast<size_t>(i)] == 0;
+            base[static_cast<size_t>(k) + 1] = c;
+        }
+        for (int64_t k = 0; k < blocks; ++k) base[static_cast<size_t>(k) + 1] += base[static_cast<size_t>(k)];
+#pragma omp parallel for schedule(static) if (threads)
+        for (int64_t k = 0; k < blocks; ++k) {
+            int32_t next = base[static_cast<size_t>(k)];
+            for (int64_t i = k * kBlock; i < std::min(T, (k + 1) * kBlock); ++i)
+                if (cell_[static_cast<size_t>(i)] == 0) cell_[static_cast<size_t>(i)] = next++;
+        }
+        return base.back();
+    }
     static int64_t U(const Residue& x) { return int64_t{x.r} + x.c; }
     static int64_t V(const Residue& x) { return int64_t{x.r} - x.c; }
     static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -142,31 +184,27 @@ private:
         if (a != b) parent_[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
     }
     int64_t radius_, side_, y0_ = 0, x0_ = 0, nx_ = 0;
-    std::vector<int32_t> cell_, parent_;
+    UntouchedVector<int32_t> cell_;
+    std::vector<int32_t> parent_;
     std::vector<int64_t> first_;
     UntouchedVector<int64_t> uv_;  // each cell's residues' (u, v), from first_[cell] on (every one written)
 };
 
-// Records that are runs sorted by id (each rank's part) into one sorted list: the runs merged
-// pairwise. Sorting the whole was most of the 1.9 s shared step of two ranks' 32768² matching
-// (4.9 M records, H200 host); merged, 0.6-0.7 s with the gather and the wait for the slower rank.
-void merge_runs_by_id(std::vector<ClusterResidue>& v) {
+// Records that are runs sorted by id (each rank's part) into one sorted list: a multiway merge
+// on the host's threads (libstdc++ parallel mode). A sort of the whole was most of the 1.9 s shared
+// step of two ranks' 32768² matching (4.9 M records, H200 host); a pairwise merge on one thread, 0.6-0.7 s
+// with the gather and the wait for the slower rank.
+UntouchedVector<ClusterResidue> merge_runs_by_id(std::vector<ClusterResidue> v) {  // (libstdc++'s merge takes no const iterators)
     auto by_id = [](const ClusterResidue& x, const ClusterResidue& y) { return x.res.id < y.res.id; };
-    std::vector<size_t> run{0};
-    for (size_t i = 1; i < v.size(); ++i)
-        if (v[i].res.id < v[i - 1].res.id) run.push_back(i);
-    run.push_back(v.size());
-    while (run.size() > 2) {
-        std::vector<size_t> next{0};
-        for (size_t k = 0; k + 1 < run.size(); k += 2) {
-            const size_t end = k + 2 < run.size() ? run[k + 2] : run[k + 1];
-            if (k + 2 < run.size())
-                std::inplace_merge(v.begin() + static_cast<std::ptrdiff_t>(run[k]), v.begin() + static_cast<std::ptrdiff_t>(run[k + 1]),
-                                   v.begin() + static_cast<std::ptrdiff_t>(end), by_id);
-            next.push_back(end);
-        }
-        run = std::move(next);
-    }
+    using It = std::vector<ClusterResidue>::iterator;
+    std::vector<std::pair<It, It>> runs;
+    for (size_t from = 0, i = 1; i <= v.size(); ++i)
+        if (i == v.size() || v[i].res.id < v[i - 1].res.id)
+            runs.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(i)), from = i;
+    UntouchedVector<ClusterResidue> out(v.size());
+    if (!runs.empty())
+        __gnu_parallel::multiway_merge(runs.begin(), runs.end(), out.begin(), static_cast<std::ptrdiff_t>(v.size()), by_id);
+    return out;
 }
 
 // v's records with `to_b` set into b, the others into a, each in v's order: blocks on the host's
@@ -329,13 +367,27 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     }
 
     // Halo: each owned residue goes to the ranks whose region lies within R + 1 of it.
+    // On the threads, each its contiguous part of `owned`, appended in thread order (id order).
     std::vector<std::vector<ClusterResidue>> send(static_cast<size_t>(P));
-    std::vector<int> dst;
-    for (int64_t i = 0; i < n_own; ++i) {
-        if (!near_border[static_cast<size_t>(i)]) continue;
-        const Residue& x = owned[static_cast<size_t>(i)];
-        grid.ranks_meeting(x.r - R - 1, x.r + R + 1, x.c - R - 1, x.c + R + 1, self, dst);
-        for (int d : dst) send[static_cast<size_t>(d)].push_back(mine[static_cast<size_t>(i)]);
+    {
+        std::vector<std::vector<std::vector<ClusterResidue>>> part(static_cast<size_t>(omp_get_max_threads()));
+#pragma omp parallel if (n_own >= 65536)
+        {
+            auto& to = part[static_cast<size_t>(omp_get_thread_num())];
+            to.resize(static_cast<size_t>(P));
+            std::vector<int> dst;
+#pragma omp for schedule(static)
+            for (int64_t i = 0; i < n_own; ++i) {
+                if (!near_border[static_cast<size_t>(i)]) continue;
+                const Residue& x = owned[static_cast<size_t>(i)];
+                grid.ranks_meeting(x.r - R - 1, x.r + R + 1, x.c - R - 1, x.c + R + 1, self, dst);
+                for (int d : dst) to[static_cast<size_t>(d)].push_back(mine[static_cast<size_t>(i)]);
+            }
+        }
+        for (auto& to : part)
+            for (int d = 0; d < P && !to.empty(); ++d)
+                send[static_cast<size_t>(d)].insert(send[static_cast<size_t>(d)].end(), to[static_cast<size_t>(d)].begin(),
+                                                     to[static_cast<size_t>(d)].end());
     }
     const std::vector<ClusterResidue> halo = comm.alltoallv(send);
     release(send);
@@ -371,8 +423,7 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
     trace("interior");
 
     // Shared classes: the same serial rule on every rank over every rank's part.
-    std::vector<ClusterResidue> shared = comm.allgatherv(shared_mine);
-    merge_runs_by_id(shared);
+    const UntouchedVector<ClusterResidue> shared = merge_runs_by_id(comm.allgatherv(shared_mine));
     st.shared = static_cast<int64_t>(shared.size());
     ClusterStats cs_shared;
     std::vector<Cut> shared_cuts;
@@ -389,9 +440,12 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
         cs_own.ground_cuts -= far_own.dropped;
         cs_shared.ground_cuts -= far_shared.dropped;
     }
+    // The pair cuts stay where they are (cuts is empty here; the order is the final sort's).
+    auto is_ground = [](const Cut& c) { return c.id_b == kGroundId; };
     std::vector<Cut> ground;
-    for (const Cut& c : own_cuts) (c.id_b == kGroundId ? ground : cuts).push_back(c);
-    release(own_cuts);
+    std::copy_if(own_cuts.begin(), own_cuts.end(), std::back_inserter(ground), is_ground);
+    std::erase_if(own_cuts, is_ground);
+    cuts = std::move(own_cuts);
     const std::vector<Cut> all_ground = comm.allgatherv(ground);
     cuts.insert(cuts.end(), all_ground.begin(), all_ground.end());
     st.pairs = comm.sum(cs_own.pairs), st.ground_cuts = comm.sum(cs_own.ground_cuts), st.lake_joins = comm.sum(cs_own.lake_joins);
