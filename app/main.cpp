@@ -121,7 +121,7 @@ void print_report(const tessera::UnwrapOptions& o, const tessera::UnwrapReport& 
     std::printf("tessera unwrap: %s -> %s\n", o.input.c_str(), o.output.c_str());
     std::printf("  size %lld x %lld (rows x cols), %lld valid pixels, %lld tiles of %lld\n",
                 static_cast<long long>(r.rows), static_cast<long long>(r.cols), static_cast<long long>(r.valid),
-                static_cast<long long>(r.tiles), static_cast<long long>(o.tile_size));
+                static_cast<long long>(r.tiles), static_cast<long long>(r.tile_size > 0 ? r.tile_size : o.tile_size));
     std::printf("  residues %lld: %lld pair cuts, %lld ground cuts, %lld discharged into lakes, %lld one-step cuts to the ground\n",
                 static_cast<long long>(r.residues), static_cast<long long>(r.pairs),
                 static_cast<long long>(r.ground_cuts), static_cast<long long>(r.lake_joins), static_cast<long long>(r.lake_steps));
@@ -175,8 +175,10 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 65535))
         ->needs(mask_option);
     unwrap->add_option("--band", uo.band, "band of IN (1-based)")->capture_default_str()->check(CLI::Range(1, 65535));
-    unwrap->add_option("--tile-size", uo.tile_size, "tile side in pixels (the result does not depend on it)")
-        ->capture_default_str();
+    unwrap->add_option("--tile-size", uo.tile_size,
+                       "tile side in pixels (the result does not depend on it; not given: halved as needed for the ranks)")
+        ->capture_default_str()
+        ->each([&uo](const std::string&) { uo.tile_size_given = true; });
     unwrap->add_option("--cut-radius,--max-pair-distance", uo.max_pair_distance,
                        "R: longest cut between two residues (L1 pixels); farther ones join through others or ground")
         ->capture_default_str();

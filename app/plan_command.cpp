@@ -90,7 +90,9 @@ CLI::App* add_plan_command(CLI::App& app, std::function<void()>& run) {
     sub->add_option("--ranks", c->ranks, "MPI ranks of the run")->capture_default_str()->check(CLI::Range(1, 1 << 20));
     sub->add_option("--ranks-per-node", c->ranks_per_node, "ranks sharing one node's memory (default: all)");
     sub->add_option("--rank-grid", c->opt.rank_grid, "PxQ ranks over the tile grid (default: automatic)");
-    sub->add_option("--tile-size", c->opt.tile_size, "tile side in pixels")->capture_default_str();
+    sub->add_option("--tile-size", c->opt.tile_size, "tile side in pixels (not given: halved as needed for the ranks)")
+        ->capture_default_str()
+        ->each([c](const std::string&) { c->opt.tile_size_given = true; });
     sub->add_option("--memory-limit", c->memory_limit, "host bytes a rank may hold (4G, 512M, ...; auto)")->capture_default_str();
     sub->add_option("--gpu-memory-limit", c->gpu_memory_limit, "GPU bytes a rank may hold (auto: free on the device)")
         ->capture_default_str();

@@ -85,4 +85,25 @@ RankGrid make_rank_grid(const TileGrid& tiles, int ranks, const std::string& spe
     return g;
 }
 
+int64_t tile_for_ranks(int64_t H, int64_t W, int64_t tile, int ranks, const std::string& spec) {
+    int p = 0, q = 0;
+    if (!spec.empty()) {
+        const auto x = spec.find('x');
+        try {
+            p = std::stoi(spec.substr(0, x)), q = std::stoi(spec.substr(x + 1));
+        } catch (...) {
+        }
+        if (x == std::string::npos || p < 1 || q < 1) return tile;  // make_rank_grid names the problem
+    }
+    auto fits = [&](const TileGrid& g) {
+        if (p > 0) return p <= g.trows && q <= g.tcols;
+        for (int a = 1; a <= ranks; ++a)
+            if (ranks % a == 0 && a <= g.trows && ranks / a <= g.tcols) return true;
+        return false;
+    };
+    for (int64_t t = tile; t >= kSmallestAutoTile; t /= 2)
+        if (fits(TileGrid(H, W, t))) return t;
+    return tile;
+}
+
 }  // namespace tessera

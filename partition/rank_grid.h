@@ -31,4 +31,10 @@ struct RankGrid {
 // the tiles in either direction.
 RankGrid make_rank_grid(const TileGrid& tiles, int ranks, const std::string& spec, const std::string& input);
 
+// The tile side of a run that was given none (section 6): `tile`, halved while `ranks` (as `spec`'s
+// PxQ when given) would outnumber the tiles, down to kSmallestAutoTile; `tile` when even that is
+// too large (make_rank_grid then says why). The result does not depend on the tile side.
+inline constexpr int64_t kSmallestAutoTile = 16;
+int64_t tile_for_ranks(int64_t H, int64_t W, int64_t tile, int ranks, const std::string& spec);
+
 }  // namespace tessera

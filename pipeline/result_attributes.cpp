@@ -35,7 +35,7 @@ std::vector<Attribute> result_attributes(const UnwrapOptions& opt, const std::st
         {"mask_band", int64_t{opt.mask.empty() ? 0 : std::max(1, opt.mask_band)}},
         {"rows", rep.rows},
         {"cols", rep.cols},
-        {"tile_size", opt.tile_size},
+        {"tile_size", rep.tile_size > 0 ? rep.tile_size : opt.tile_size},
         {"backend", std::string(opt.backend == Backend::kCuda ? "cuda" : "cpu")},
         {"compress_phase", int64_t{opt.compress_phase}},
         {"cut_radius", opt.max_pair_distance},

@@ -251,6 +251,7 @@ std::string describe_plan(const UnwrapOptions& opt, const Plan& plan, int64_t H,
 std::vector<Attribute> finish_report(UnwrapReport& rep, const RegionStats& st, Comm& comm, const UnwrapOptions& opt,
                                      const RasterInfo& info, const RankGrid& grid) {
     rep.ranks = comm.size();
+    rep.tile_size = grid.tiles.tile;
     rep.rank_rows = grid.P;
     rep.rank_cols = grid.Q;
     rep.bytes_sent_max = comm.max(st.bytes_sent);
@@ -380,7 +381,8 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
             check_outputs(outs, {opt.input, opt.coherence, opt.mask}, opt.overwrite);
             if (!opt.quicklook.empty()) check_png_name(opt.quicklook, "--quicklook");  // after the checks above
         }
-        grid = make_rank_grid(TileGrid(info.rows, info.cols, opt.tile_size), comm.size(), opt.rank_grid, opt.input);
+        grid = make_rank_grid(TileGrid(info.rows, info.cols, run_tile_size(opt, info, comm.size())), comm.size(),
+                              opt.rank_grid, opt.input);
     });
     select_rank_device(comm, opt.backend, opt.device, opt.share_gpus);
     const BackendOps& ops = backend_ops(opt.backend);
@@ -649,9 +651,13 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
 
 }  // namespace
 
+int64_t run_tile_size(const UnwrapOptions& opt, const RasterInfo& info, int ranks) {
+    return opt.tile_size_given ? opt.tile_size : tile_for_ranks(info.rows, info.cols, opt.tile_size, ranks, opt.rank_grid);
+}
+
 PlanRequest plan_request(const UnwrapOptions& opt, const RasterInfo& info, int ranks) {
     PlanRequest q;
-    q.H = info.rows, q.W = info.cols, q.tile = opt.tile_size, q.ranks = ranks, q.rank_grid = opt.rank_grid;
+    q.H = info.rows, q.W = info.cols, q.tile = run_tile_size(opt, info, ranks), q.ranks = ranks, q.rank_grid = opt.rank_grid;
     q.cuda = opt.backend == Backend::kCuda, q.cycles = opt.save_cycles;
     // Read per pass: the phase (8 complex), coherence, mask; written once: u, labels (+ k).
     q.input_bytes_per_pixel = (info.is_complex ? 8 : 4) + (opt.coherence.empty() ? 0 : 4) + (opt.mask.empty() ? 0 : 1);

@@ -37,6 +37,7 @@ struct UnwrapOptions {
     // io/raster_reader.h auxiliary_band).
     int coherence_band = 0, mask_band = 0;
     int64_t tile_size = 512;
+    bool tile_size_given = false;  // --tile-size given: else halved to fit the ranks (partition/rank_grid.h)
     int64_t max_pair_distance = 16;  // --cut-radius
     bool correct_cycles = true;      // not --no-cycle-correction (section 4.1)
     bool far_reach = true;           // not --no-far-reach (section 3.6)
@@ -66,6 +67,8 @@ struct UnwrapOptions {
 // (pipeline/chunk_plan.h), its limits left unset: what `tessera unwrap` plans and `tessera
 // plan` prints.
 PlanRequest plan_request(const UnwrapOptions& opt, const RasterInfo& info, int ranks);
+// The tile side a run of `ranks` ranks takes: --tile-size when given, else tile_for_ranks.
+int64_t run_tile_size(const UnwrapOptions& opt, const RasterInfo& info, int ranks);
 
 struct StageTime {
     std::string stage;
@@ -79,7 +82,7 @@ struct UnwrapReport {
     int64_t components = 0, labelled = 0, largest = 0;
     int64_t conflicts = 0;  // must be 0 (section 3)
     int64_t corrected = 0;  // pixels whose cycles were corrected (section 4.1)
-    int64_t tiles = 0;
+    int64_t tiles = 0, tile_size = 0;  // tile_size: the side taken (0: opt's)
     int64_t ranks = 1, rank_rows = 1, rank_cols = 1;
     int64_t bytes_sent_max = 0, bytes_sent_total = 0;  // to other ranks
     std::vector<StageTime> times;
