@@ -1,8 +1,10 @@
 #include "partition/matching.h"
 
+#include "kernels/ab_switch.h"
 #include "kernels/far_reach.h"
 #include "kernels/lap.h"
 #include "kernels/vector_memory.h"
+#include "partition/mpi_process.h"
 
 #include <algorithm>
 #include <parallel/algorithm>
@@ -11,6 +13,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <iterator>
 #include <limits>
 #include <utility>
@@ -417,13 +420,19 @@ std::vector<Cut> match_residues(std::span<const Residue> owned, const LakeView& 
 
     // Interior classes: this rank alone. Their pair cuts stay inside its region; their ground
     // cuts run to the image border and go to every rank.
+    // The shared residues travel meanwhile, on a thread of their own where MPI allows (the rule
+    // calls no MPI): the same records either way (TESSERA_SHARED_BESIDE=0: after it, A/B).
+    auto gather_shared = [&] { return merge_runs_by_id(comm.allgatherv(shared_mine)); };
+    std::future<UntouchedVector<ClusterResidue>> gathering;
+    if (mpi_calls_from_any_thread() && !switch_is("TESSERA_SHARED_BESIDE", "0"))
+        gathering = std::async(std::launch::async, gather_shared);
     ClusterStats cs_own;
     std::vector<Cut> own_cuts;
     rule(interior, H, W, R, own_cuts, cs_own);
     trace("interior");
 
     // Shared classes: the same serial rule on every rank over every rank's part.
-    const UntouchedVector<ClusterResidue> shared = merge_runs_by_id(comm.allgatherv(shared_mine));
+    const UntouchedVector<ClusterResidue> shared = gathering.valid() ? gathering.get() : gather_shared();
     st.shared = static_cast<int64_t>(shared.size());
     ClusterStats cs_shared;
     std::vector<Cut> shared_cuts;
