@@ -133,8 +133,9 @@ public:
         std::vector<std::pair<int64_t, int32_t>> touch;
         for (auto& list : touches) touch.insert(touch.end(), list.begin(), list.end()), release(list);
         __gnu_parallel::sort(touch.begin(), touch.end());
-        for (size_t k = 1; k < touch.size(); ++k)
-            if (touch[k].first == touch[k - 1].first) join(touch[k - 1].second, touch[k].second);
+        for (size_t k = 1; k < touch.size(); ++k)  // equal pairs (a lake's residues in one cell) join nothing
+            if (touch[k].first == touch[k - 1].first && touch[k].second != touch[k - 1].second)
+                join(touch[k - 1].second, touch[k].second);
         for (int32_t i = 0; i < m; ++i) parent_[static_cast<size_t>(i)] = find(i);  // flat: of() in one step
     }
     int64_t of(const Residue& x) const { return parent_[static_cast<size_t>(cell_[slot(x)])]; }
