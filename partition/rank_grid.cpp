@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "io/input_error.h"
 
@@ -45,6 +47,27 @@ void RankGrid::ranks_meeting(int64_t r0, int64_t r1, int64_t c0, int64_t c1, int
             if (i * Q + j != self) out.push_back(i * Q + j);
 }
 
+namespace {
+
+// "PxQ" as rank rows and columns; nullopt when `spec` is not of that form with both at least 1.
+std::optional<std::pair<int, int>> parse_rank_grid(const std::string& spec) {
+    const auto x = spec.find('x');
+    if (x == std::string::npos) return std::nullopt;
+    int p = 0, q = 0;
+    try {
+        p = std::stoi(spec.substr(0, x)), q = std::stoi(spec.substr(x + 1));
+    } catch (...) {
+        return std::nullopt;
+    }
+    if (p < 1 || q < 1) return std::nullopt;
+    return std::pair{p, q};
+}
+
+// Whether p x q ranks each get at least one tile row and one tile column.
+bool grid_fits(const TileGrid& tiles, int p, int q) { return p <= tiles.trows && q <= tiles.tcols; }
+
+}  // namespace
+
 RankGrid make_rank_grid(const TileGrid& tiles, int ranks, const std::string& spec, const std::string& input) {
     RankGrid g;
     g.tiles = tiles;
@@ -52,18 +75,13 @@ RankGrid make_rank_grid(const TileGrid& tiles, int ranks, const std::string& spe
                              std::to_string(tiles.tcols) + "x" + std::to_string(tiles.trows) + " tiles of " +
                              std::to_string(tiles.tile) + "; use a smaller --tile-size or fewer ranks)";
     if (!spec.empty()) {
-        const auto x = spec.find('x');
-        int p = 0, q = 0;
-        try {
-            p = std::stoi(spec.substr(0, x)), q = std::stoi(spec.substr(x + 1));
-        } catch (...) {
-        }
-        if (x == std::string::npos || p < 1 || q < 1)
-            throw InputError(input, "--rank-grid '" + spec + "' is not PxQ (rank rows x rank columns)");
+        const auto pq = parse_rank_grid(spec);
+        if (!pq) throw InputError(input, "--rank-grid '" + spec + "' is not PxQ (rank rows x rank columns)");
+        const auto [p, q] = *pq;
         if (p * q != ranks)
             throw InputError(input, "--rank-grid " + spec + " needs " + std::to_string(p * q) + " ranks, the job has " +
                                         std::to_string(ranks));
-        if (p > tiles.trows || q > tiles.tcols)
+        if (!grid_fits(tiles, p, q))
             throw InputError(input, "--rank-grid " + spec + " has more ranks than tiles in a direction" + hint);
         g.P = p, g.Q = q;
         return g;
@@ -75,7 +93,7 @@ RankGrid make_rank_grid(const TileGrid& tiles, int ranks, const std::string& spe
     for (int p = 1; p <= ranks; ++p) {
         if (ranks % p) continue;
         const int q = ranks / p;
-        if (p > tiles.trows || q > tiles.tcols) continue;
+        if (!grid_fits(tiles, p, q)) continue;
         // The largest region's half-perimeter, in tiles.
         const double cost = std::ceil(double(tiles.trows) / p) * tiles.tile + std::ceil(double(tiles.tcols) / q) * tiles.tile;
         if (cost < best) best = cost, g.P = p, g.Q = q;
@@ -86,19 +104,12 @@ RankGrid make_rank_grid(const TileGrid& tiles, int ranks, const std::string& spe
 }
 
 int64_t tile_for_ranks(int64_t H, int64_t W, int64_t tile, int ranks, const std::string& spec) {
-    int p = 0, q = 0;
-    if (!spec.empty()) {
-        const auto x = spec.find('x');
-        try {
-            p = std::stoi(spec.substr(0, x)), q = std::stoi(spec.substr(x + 1));
-        } catch (...) {
-        }
-        if (x == std::string::npos || p < 1 || q < 1) return tile;  // make_rank_grid names the problem
-    }
+    const auto pq = parse_rank_grid(spec);
+    if (!spec.empty() && !pq) return tile;  // make_rank_grid names the problem
     auto fits = [&](const TileGrid& g) {
-        if (p > 0) return p <= g.trows && q <= g.tcols;
+        if (pq) return grid_fits(g, pq->first, pq->second);
         for (int a = 1; a <= ranks; ++a)
-            if (ranks % a == 0 && a <= g.trows && ranks / a <= g.tcols) return true;
+            if (ranks % a == 0 && grid_fits(g, a, ranks / a)) return true;
         return false;
     };
     for (int64_t t = tile; t >= kSmallestAutoTile; t /= 2)
