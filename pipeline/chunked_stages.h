@@ -59,13 +59,6 @@ struct KeptInput {
     HostBuffer<uint8_t> flags;
 };
 
-// Pass 2's chunk from what pass 1 kept of it.
-inline void copy_input(const KeptInput& k, const RegionArrays& a) {
-    TESSERA_INVARIANT(k.phase.size() == static_cast<size_t>(a.buf.size()), "kept input of another chunk");
-    copy_on_threads(a.phase, k.phase.data(), k.phase.size());
-    copy_on_threads(a.flags, k.flags.data(), k.flags.size());
-}
-
 // Which of a chunk's arrays a pass needs: passes 1 and 2 (residues and lake runs; cuts,
 // union-find and border states) read and mark the inputs only, pass 3 writes labels and cycles.
 enum class ChunkUse { inputs, all };
@@ -223,7 +216,9 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                                                       use);
     };
     // Plan::inputs_kept (section 5.1): pass 1 keeps each chunk's inputs as filled (its arrays,
-    // once worked on); pass 2 copies them, pass 3 takes them over (after pass 2 with a scratch: dropped).
+    // once worked on); pass 2 works on them and keeps them again, pass 3 takes them over (after
+    // pass 2 with a scratch: dropped). Pass 2's cut bits in the flags are made anew by pass 3's
+    // place_cuts (the block bits come from kUnreliable alone), so pass 3 sees pass 1's fill.
     std::vector<std::unique_ptr<chunked::KeptInput>> kept(run.keep_inputs ? static_cast<size_t>(n_chunks) : 0);
     // Chunk after chunk: load(i) gives chunk i (the next one loaded ahead, on its own thread,
     // when `ahead_ok`), use(i, loaded) works on it.
@@ -253,12 +248,9 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     auto load_for = [&](int now) {
         return [&, now](int64_t i) {
             const size_t at = static_cast<size_t>(i);
-            if (run.keep_inputs && now == 3) return arrays(i, std::move(kept[at]));
-            auto ca = arrays(i, {}, now < 3 ? chunked::ChunkUse::inputs : chunked::ChunkUse::all);
-            if (run.keep_inputs && now == 2) {
-                chunked::copy_input(*kept[at], ca->a);
-                return ca;
-            }
+            const chunked::ChunkUse use = now < 3 ? chunked::ChunkUse::inputs : chunked::ChunkUse::all;
+            if (run.keep_inputs && now > 1) return arrays(i, std::move(kept[at]), use);
+            auto ca = arrays(i, {}, use);
             fill(ca->a);
             return ca;
         };
@@ -277,7 +269,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                 regions_ms += made.next_ms();
                 body(i, region, ca->a);
             }
-            if (run.keep_inputs && now == 1) kept[static_cast<size_t>(i)] = ca->take_inputs();
+            if (run.keep_inputs && now < 3) kept[static_cast<size_t>(i)] = ca->take_inputs();
         });
     };
     // --scratch (section 5.1): pass 2 keeps each chunk's state in it, pass 3 reads it back
