@@ -57,6 +57,8 @@ namespace chunked {
 struct KeptInput {
     HostBuffer<float> phase;
     HostBuffer<uint8_t> flags;
+    // Region::lock_host's handles of phase and flags (declared after them: released first).
+    std::shared_ptr<void> phase_locked, flags_locked;
 };
 
 // Which of a chunk's arrays a pass needs: passes 1 and 2 (residues and lake runs; cuts,
@@ -71,6 +73,7 @@ struct ChunkArrays {
     HostBuffer<uint8_t> flags;
     HostBuffer<uint32_t> label;
     HostBuffer<int32_t> cycles;
+    std::shared_ptr<void> phase_locked, flags_locked;  // KeptInput's (released before the arrays)
     RegionArrays a;
 
     ChunkArrays(const TileGrid& tiles, const Window& own, bool with_cycles, std::unique_ptr<KeptInput> kept = {},
@@ -78,7 +81,14 @@ struct ChunkArrays {
         : ChunkArrays(buffer(tiles, own), tiles, use == ChunkUse::all && with_cycles, std::move(kept), use) {}
     // The phase and flags handed on (pass 1 keeping them); this chunk's arrays are done with.
     std::unique_ptr<KeptInput> take_inputs() {
-        return std::make_unique<KeptInput>(KeptInput{std::move(phase), std::move(flags)});
+        return std::make_unique<KeptInput>(
+            KeptInput{std::move(phase), std::move(flags), std::move(phase_locked), std::move(flags_locked)});
+    }
+    // The phase and flags page-locked for every pass that uses them (Region::lock_host), once.
+    template <class Region>
+    void lock_inputs() {
+        if (!phase_locked) phase_locked = Region::lock_host(phase.data(), phase.size() * sizeof(float));
+        if (!flags_locked) flags_locked = Region::lock_host(flags.data(), flags.size());
     }
 
 private:
@@ -92,6 +102,8 @@ private:
           flags(kept ? std::move(kept->flags) : HostBuffer<uint8_t>(static_cast<size_t>(buf.size()))),
           label(use == ChunkUse::all ? static_cast<size_t>(buf.size()) : 0),
           cycles(with_cycles ? static_cast<size_t>(buf.size()) : 0),
+          phase_locked(kept ? std::move(kept->phase_locked) : nullptr),
+          flags_locked(kept ? std::move(kept->flags_locked) : nullptr),
           a{tiles.H, tiles.W, buf, phase.data(), flags.data(), use == ChunkUse::all ? label.data() : nullptr,
             with_cycles ? cycles.data() : nullptr} {
         TESSERA_INVARIANT(phase.size() == static_cast<size_t>(buf.size()) && flags.size() == phase.size(),
@@ -265,6 +277,8 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         each_chunk(ahead_for(now), load_for(now), [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
             {
                 Lap made;
+                // Kept inputs are uploaded in each pass: page-locked once, not by each pass's Region.
+                if (run.keep_inputs) ca->template lock_inputs<Region>();
                 Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
                 regions_ms += made.next_ms();
                 body(i, region, ca->a);

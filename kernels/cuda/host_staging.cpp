@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "kernels/cuda/kernels.h"
 
@@ -28,6 +29,18 @@ int current_device() {
 
 bool pinning_enabled() {
     return !switch_is("TESSERA_CUDA_PIN", "0");
+}
+
+std::shared_ptr<void> lock_host_range(void* p, size_t bytes) {
+    if (!p || bytes < kPinMin || !pinning_enabled()) return {};
+    cudaPointerAttributes at{};
+    if (cudaPointerGetAttributes(&at, p) == cudaSuccess && at.type == cudaMemoryTypeHost) return {};
+    (void)cudaGetLastError();
+    if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return {};
+    }
+    return std::shared_ptr<void>(p, [](void* q) { (void)cudaHostUnregister(q); });
 }
 
 HostStaging::~HostStaging() {

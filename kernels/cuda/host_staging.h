@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -13,6 +14,12 @@ namespace tessera::cuda {
 
 // Whether host arrays are page-locked at all: TESSERA_CUDA_PIN=0 keeps them pageable.
 bool pinning_enabled();
+
+// Host memory page-locked beyond one Region's life (a streamed run's kept inputs, docs 5.1):
+// registered now, unregistered when the handle's last copy goes, which must be before the memory
+// is freed. Null (the range stays pageable, Regions lock it themselves) when pinning is off, the
+// range is under 4 MiB or already page-locked, or registering fails.
+std::shared_ptr<void> lock_host_range(void* p, size_t bytes);
 
 // The page-locking of one Region's host arrays (a.buf.size() pixels each). Arrays under 4 MiB,
 // arrays already page-locked and arrays whose registering fails stay pageable (copies work

@@ -396,4 +396,6 @@ void Region::finish() {
     m.applied = false;
 }
 
+std::shared_ptr<void> Region::lock_host(void* p, size_t bytes) { return lock_host_range(p, bytes); }
+
 }  // namespace tessera::cuda
