@@ -76,10 +76,44 @@ int64_t strip_rows(int64_t cols, int block_rows) {
 
 constexpr int64_t kParallelMinPixels = 1 << 16;
 
+// One file's datasets opened again for the threads of parallel reads, kept from read to read and
+// closed with the reader, on its owner's thread: a dataset closed on a worker made PROJ's context
+// for that thread (proj.db opened and queried; 3 % of a 32768² run's samples on the lent H200's 16
+// cores), and each read opened and closed them anew. Thread-safe; one dataset per taker.
+class DatasetPool {
+public:
+    GDALDatasetUniquePtr take(const std::string& path) {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (!free_.empty()) {
+                GDALDatasetUniquePtr d = std::move(free_.back());
+                free_.pop_back();
+                return d;
+            }
+        }
+        QuietGdal quiet;
+        return GDALDatasetUniquePtr(GDALDataset::Open(path.c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY, nullptr, nullptr, nullptr));
+    }
+    void put(GDALDatasetUniquePtr d) {
+        if (!d) return;
+        std::lock_guard<std::mutex> lock(mu_);
+        free_.push_back(std::move(d));
+    }
+    ~DatasetPool() {
+        QuietGdal quiet;  // closing may warn
+        free_.clear();
+    }
+
+private:
+    std::mutex mu_;
+    std::vector<GDALDatasetUniquePtr> free_;
+};
+
 }  // namespace
 
 struct RasterReader::Impl {
     GDALDatasetUniquePtr ds;
+    mutable DatasetPool again;  // for for_each_strip's threads
     GDALRasterBand* band = nullptr;
     GDALDataType type = GDT_Unknown;
     int block_rows = 1, block_cols = 1;
@@ -279,8 +313,8 @@ namespace {
 constexpr int64_t kParallelReadMinPixels = int64_t{1} << 22;
 
 template <class Fn>
-void for_each_strip(const std::string& path, int band_no, GDALRasterBand* band0, const Window& w, int64_t sr,
-                    int64_t block_cols, Fn&& fn, const RowsDone& done) {
+void for_each_strip(const std::string& path, DatasetPool& again, int band_no, GDALRasterBand* band0, const Window& w,
+                    int64_t sr, int64_t block_cols, Fn&& fn, const RowsDone& done) {
     const int64_t strips = (w.rows + sr - 1) / sr;
     const bool parallel = w.rows * w.cols >= kParallelReadMinPixels && omp_get_max_threads() > 1;
     const int64_t T = omp_get_max_threads();
@@ -309,8 +343,7 @@ void for_each_strip(const std::string& path, int band_no, GDALRasterBand* band0,
         GDALRasterBand* band = band0;
         try {
             if (omp_get_thread_num() != 0) {
-                QuietGdal quiet;
-                mine.reset(GDALDataset::Open(path.c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY, nullptr, nullptr, nullptr));
+                mine = again.take(path);
                 if (!mine) throw InputError(path, "cannot be opened again for a parallel read");
                 band = mine->GetRasterBand(band_no);
             }
@@ -329,8 +362,7 @@ void for_each_strip(const std::string& path, int band_no, GDALRasterBand* band0,
                 if (k < failed_at) failed_at = k, failure = std::current_exception();
             }
         }
-        QuietGdal quiet;  // closing may warn
-        mine.reset();
+        again.put(std::move(mine));
     }
     if (failure) std::rethrow_exception(failure);
 }
@@ -348,7 +380,7 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
         // CFloat64 so that tiny magnitudes do not flush to 0+0i. Nodata (GDAL convention)
         // applies to the real part.
         const bool wide = im.type == GDT_CInt32 || im.type == GDT_CFloat64;
-        for_each_strip(path_, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
+        for_each_strip(path_, im.again, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
                        [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
             const int64_t pc = pw.cols;
             const int64_t n = nr * pc;
@@ -393,7 +425,7 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
 
     if (exact_in_float(im.type)) {
         // Straight into the caller's buffer, then fix invalid pixels in place.
-        for_each_strip(path_, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
+        for_each_strip(path_, im.again, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
                        [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
             const int64_t pc = pw.cols;
             Impl::read_from(band, path_, pw, w.row0 + r0, nr, GDT_Float32, phase + r0 * stride + c0, sizeof(float),
@@ -412,7 +444,7 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
     }
 
     // Int32, UInt32, Float64: compare with nodata in double, then narrow.
-    for_each_strip(path_, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
+    for_each_strip(path_, im.again, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
                    [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
             const int64_t pc = pw.cols;
         std::vector<double> buf(static_cast<size_t>(nr * pc));
