@@ -4,6 +4,8 @@
 # two builds alternating ROUNDS times (default 2): rank 0's stages and matching steps
 # (TESSERA_TRACE), wall seconds, and the two outputs compared bit for bit (h5_same).
 # MOSAIC=ROWSxCOLS: then the NISAR-size topo mosaic (jobs/gpu/mosaic_scene.sh) once each.
+# ORDER="tessera tessera_before": the new build first in each pair (default: the old one first);
+# ROUNDS=0: the mosaic alone.
 #   NP=2 [MOSAIC=69696x70560] bash jobs/gpu/device_ranks_ab.sh BUNDLE_DIR [N]
 set -u
 b=$1 n=${2:-32768} np=${NP:-2}
@@ -12,7 +14,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
 echo "GPUs $(nvidia-smi -L | wc -l), host cores $(nproc), $np ranks"
 ab() {  # ab LABEL OPTIONS...: each build once, then the outputs compared
   local label=$1; shift
-  for exe in tessera_before tessera; do
+  for exe in ${ORDER:-tessera_before tessera}; do
     rm -f "$d/$exe.h5"
     t0=$(date +%s.%N)
     mpirun --oversubscribe --bind-to none -np "$np" -x OMP_NUM_THREADS=$(($(nproc) / np)) -x TESSERA_TRACE=1 \
@@ -24,6 +26,7 @@ ab() {  # ab LABEL OPTIONS...: each build once, then the outputs compared
     echo "$label: outputs identical" || echo "$label: outputs DIFFER"
 }
 for round in $(seq 1 "${ROUNDS:-2}"); do ab "holes ${n}² round $round" $in; done
+[ "${ROUNDS:-2}" -gt 0 ] || echo "(no rounds of the holes scene)"
 rm -f "$d"/*
 if [ -n "${MOSAIC:-}" ]; then
   mosaic=$MOSAIC
