@@ -104,13 +104,13 @@ public:
     // stage (then it copies the flags alone); the region stays usable.
     void finish();
 
-    // Section 3.3's rule over one closed set of residues (partition/matching.h: ClusterRule): on
-    // the current device (kernels/cuda/cut_rule.h) from kDeviceRuleFrom residues where its memory
-    // is free and its keys fit, else the host's form; the cuts are the same either way.
     // Host memory that several Regions in turn upload from and download to, page-locked once for
     // all of them (host_staging.h lock_host_range; null where it stays pageable).
     static std::shared_ptr<void> lock_host(void* p, size_t bytes);
 
+    // Section 3.3's rule over one closed set of residues (partition/matching.h: ClusterRule): on
+    // the current device (kernels/cuda/cut_rule.h) from kDeviceRuleFrom residues where its memory
+    // is free and its keys fit, else the host's form; the cuts are the same either way.
     static constexpr size_t kDeviceRuleFrom = 32768;
     static void cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
                              std::vector<Cut>& out, ClusterStats& stats);
