@@ -1,13 +1,66 @@
 #include "kernels/cut_rounds_input.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "kernels/cut_rounds_check.h"
 
 namespace tessera {
+
+namespace {
+
+// in.adj_start and in.adj from in.lake_node: each lake's residues, ascending (a counting sort by
+// lake). On threads, each a contiguous block of residues whose entries follow the blocks before it
+// in every lake, so the lists are the serial scan's; serial where the threads' counts (threads x
+// lakes) would be large.
+void lake_adjacency(RoundInput& in) {
+    const int64_t n = in.n, L = in.L;
+    const int32_t first = in.n, grounded = in.n + in.L;
+    auto each_entry = [&](int64_t i0, int64_t i1, auto&& fn) {
+        for (int64_t i = i0; i < i1; ++i)
+            for (int s = 0; s < 2; ++s) {
+                const int32_t ln = in.lake_node[2 * static_cast<size_t>(i) + static_cast<size_t>(s)];
+                if (ln >= first && ln < grounded) fn(i, static_cast<size_t>(ln - first));
+            }
+    };
+    const int64_t T = n >= 65536 ? std::max(1, omp_get_max_threads()) : 1;
+    const bool threaded = T > 1 && T * L <= (int64_t{1} << 24);
+    const int64_t parts = threaded ? T : 1;
+    // count[t * L + l]: block t's entries of lake l, then where block t writes its first of them.
+    std::vector<int64_t> count(static_cast<size_t>(parts * L), 0);
+    auto block = [&](int64_t t) { return std::pair{n * t / parts, n * (t + 1) / parts}; };
+#pragma omp parallel for schedule(static, 1) if (threaded)
+    for (int64_t t = 0; t < parts; ++t) {
+        const auto [i0, i1] = block(t);
+        int64_t* c = count.data() + t * L;
+        each_entry(i0, i1, [&](int64_t, size_t l) { ++c[l]; });
+    }
+    in.adj_start.assign(static_cast<size_t>(L) + 1, 0);
+    int64_t at = 0;
+    for (int64_t l = 0; l < L; ++l) {
+        in.adj_start[static_cast<size_t>(l)] = static_cast<int32_t>(at);
+        for (int64_t t = 0; t < parts; ++t) {
+            const int64_t c = count[static_cast<size_t>(t * L + l)];
+            count[static_cast<size_t>(t * L + l)] = at;
+            at += c;
+        }
+    }
+    in.adj_start[static_cast<size_t>(L)] = static_cast<int32_t>(at);
+    in.adj.resize(static_cast<size_t>(at));
+#pragma omp parallel for schedule(static, 1) if (threaded)
+    for (int64_t t = 0; t < parts; ++t) {
+        const auto [i0, i1] = block(t);
+        int64_t* next = count.data() + t * L;
+        each_entry(i0, i1, [&](int64_t i, size_t l) { in.adj[static_cast<size_t>(next[l]++)] = static_cast<int32_t>(i); });
+    }
+}
+
+}  // namespace
 
 bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius, RoundInput& in,
                       bool bitmap) {
@@ -35,7 +88,7 @@ bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W,
     if (n > 0) in.r0 = r0, in.c0 = c0, in.rows = r1 - r0 + 1, in.cols = c1 - c0 + 1;
     in.rr.resize(res.size()), in.rc.resize(res.size()), in.sign.resize(res.size());
     in.lake_node.resize(2 * res.size());
-    in.adj_start.assign(static_cast<size_t>(L) + 1, 0);
+    in.adj_start.assign(static_cast<size_t>(L) + 1, 0);  // (no lake: the one entry 0)
     auto node_of = [&](int64_t l) {
         return l == kGroundedLake ? in.n + in.L
                                   : in.n + static_cast<int32_t>(std::lower_bound(lake_ids.begin(), lake_ids.end(), l) - lake_ids.begin());
@@ -50,21 +103,7 @@ bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W,
             in.lake_node[2 * static_cast<size_t>(i) + static_cast<size_t>(s)] = none ? -1 : node_of(l);
         }
     }
-    if (L > 0) {  // each lake's residues, ascending
-        for (size_t i = 0; i < res.size(); ++i)
-            for (int s = 0; s < 2; ++s) {
-                const int32_t ln = in.lake_node[2 * i + static_cast<size_t>(s)];
-                if (ln >= 0 && ln < in.n + in.L) ++in.adj_start[static_cast<size_t>(ln - in.n) + 1];
-            }
-        for (size_t k = 1; k < in.adj_start.size(); ++k) in.adj_start[k] += in.adj_start[k - 1];
-        in.adj.resize(static_cast<size_t>(in.adj_start.back()));
-        std::vector<int32_t> fill(in.adj_start.begin(), in.adj_start.end() - 1);
-        for (size_t i = 0; i < res.size(); ++i)
-            for (int s = 0; s < 2; ++s) {
-                const int32_t ln = in.lake_node[2 * i + static_cast<size_t>(s)];
-                if (ln >= 0 && ln < in.n + in.L) in.adj[static_cast<size_t>(fill[static_cast<size_t>(ln - in.n)]++)] = static_cast<int32_t>(i);
-            }
-    }
+    if (L > 0) lake_adjacency(in);
     if (bitmap) in.occupied = PlaquetteBitmap(res, H, W);
     return true;
 }

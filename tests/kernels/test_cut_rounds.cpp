@@ -144,6 +144,45 @@ TEST(CutRoundsSerial, ColdMembersWaitInThePool) {
                 static_cast<long long>(cb.cold_scanned), cb.cfulls, cb.cmoves);
 }
 
+// The rounds' input on threads (make_round_input from 65 536 residues): each residue's lake nodes
+// and each lake's list, checked against a plain scan of the residues' lake ids.
+TEST(CutRoundsSerial, RoundInputListsEachLakesResiduesAscending) {
+    const int64_t H = 1200, W = 1100;
+    std::vector<ClusterResidue> res = with_many_lakes(random_residues(H, W, 150000, 41, true), 42, 70, 5000);
+    for (size_t i = 0; i < res.size(); i += 7)  // a second lake for some (ids ascending, as the matching gives)
+        if (res[i].lake[0] >= 0 && res[i].lake[0] + 2 < 7 * 5000) res[i].lake[1] = res[i].lake[0] + 2;
+    ASSERT_GE(res.size(), size_t{65536});
+    RoundInput in;
+    ASSERT_TRUE(make_round_input(res, H, W, 16, in, /*bitmap=*/false));
+    std::vector<int64_t> ids;  // the lakes' ids, grounded left out
+    for (const ClusterResidue& x : res)
+        for (const int64_t l : x.lake)
+            if (l >= 0) ids.push_back(l);
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    ASSERT_EQ(in.L, static_cast<int32_t>(ids.size()));
+    ASSERT_GT(in.L, 1000);
+    std::vector<std::vector<int32_t>> lists(ids.size());
+    for (size_t i = 0; i < res.size(); ++i)
+        for (int s = 0; s < 2; ++s) {
+            const int64_t l = res[i].lake[static_cast<size_t>(s)];
+            const bool none = l == kNoLake || (s == 1 && l == res[i].lake[0]);
+            const int32_t node = none ? -1
+                                 : l == kGroundedLake
+                                     ? in.n + in.L
+                                     : in.n + static_cast<int32_t>(std::lower_bound(ids.begin(), ids.end(), l) - ids.begin());
+            ASSERT_EQ(in.lake_node[2 * i + static_cast<size_t>(s)], node) << "residue " << i << " side " << s;
+            if (node >= in.n && node < in.n + in.L) lists[static_cast<size_t>(node - in.n)].push_back(static_cast<int32_t>(i));
+        }
+    ASSERT_EQ(in.adj_start.size(), ids.size() + 1);
+    ASSERT_EQ(in.adj_start.front(), 0);
+    for (size_t l = 0; l < lists.size(); ++l) {
+        const std::vector<int32_t> got(in.adj.begin() + in.adj_start[l], in.adj.begin() + in.adj_start[l + 1]);
+        ASSERT_EQ(got, lists[l]) << "lake " << l;
+    }
+    ASSERT_EQ(static_cast<size_t>(in.adj_start.back()), in.adj.size());
+}
+
 TEST(CutRoundsSerial, KeyLayoutFitsOrRefuses) {
     RankKeys k;
     EXPECT_FALSE(RankKeys::fit(int64_t{1} << 20, int64_t{1} << 20, int64_t{1} << 30, k));  // 20 + 22 + 31 bits
