@@ -13,38 +13,12 @@
 #include <vector>
 
 #include "app/synth.h"
-#include "kernels/cpu/region.h"
 #include "kernels/cut_rounds_input.h"
-#include "partition/comm.h"
-#include "partition/lake_exchange.h"
-#include "partition/matching.h"
-#include "partition/rank_grid.h"
-#include "tests/support/scene_input.h"
+#include "tests/support/scene_clusters.h"
 
 using namespace tessera;
 
 namespace {
-
-std::vector<ClusterResidue> scene_residues(const SynthScene& s, float min_coherence) {
-    testing::SceneInput in = testing::scene_input(s, min_coherence);
-    std::vector<uint32_t> label(in.phase.size());
-    const Window all{0, 0, in.H, in.W};
-    const RegionArrays a{in.H, in.W, all, in.phase.data(), in.flags.data(), label.data(), nullptr};
-    const TileGrid tiles(in.H, in.W, 512);
-    const RankGrid grid = make_rank_grid(tiles, 1, "", "scene");
-    cpu::Region region(a, all, tiles);
-    const std::vector<Residue> rs = region.find_residues();
-    Comm comm = Comm::alone();
-    const GlobalLakes lakes(region.host_arrays(), grid, comm);
-    const LakeView view = lake_view(lakes);
-    std::vector<ClusterResidue> out(rs.size());
-#pragma omp parallel for schedule(static, 4096)
-    for (int64_t i = 0; i < static_cast<int64_t>(rs.size()); ++i) {
-        bool reaches_out = false;
-        out[static_cast<size_t>(i)] = with_touching_lakes(rs[static_cast<size_t>(i)], view, in.H, in.W, reaches_out);
-    }
-    return out;
-}
 
 uint64_t hash_of(const RoundInput& in) {
     uint64_t h = 1469598103934665603ull;
@@ -74,7 +48,8 @@ int main(int argc, char** argv) {
         else if (a == "--min-coherence") min_coherence = std::stof(next());
         else if (a == "--repeat") repeat = std::stoi(next());
     }
-    const std::vector<ClusterResidue> res = scene_residues(make_scene(name, size, size, seed), min_coherence);
+    const std::vector<ClusterResidue> res =
+        testing::scene_cluster_residues(make_scene(name, size, size, seed), 512, min_coherence);
     std::printf("%s %lld², %zu residues\n", name.c_str(), static_cast<long long>(size), res.size());
     for (int r = 0; r < repeat; ++r) {
         RoundInput in;

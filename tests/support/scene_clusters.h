@@ -16,8 +16,9 @@
 
 namespace tessera::testing {
 
-inline std::vector<ClusterResidue> scene_cluster_residues(const SynthScene& s, int64_t tile = 512) {
-    SceneInput in = scene_input(s);
+// Pixels below `min_coherence` (0: none) are low-coherence, so the lakes hold them too.
+inline std::vector<ClusterResidue> scene_cluster_residues(const SynthScene& s, int64_t tile = 512, float min_coherence = 0.0f) {
+    SceneInput in = scene_input(s, min_coherence);
     std::vector<uint32_t> label(in.phase.size());
     const Window all{0, 0, in.H, in.W};
     const RegionArrays a{in.H, in.W, all, in.phase.data(), in.flags.data(), label.data(), nullptr};
