@@ -88,7 +88,6 @@ bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W,
     if (n > 0) in.r0 = r0, in.c0 = c0, in.rows = r1 - r0 + 1, in.cols = c1 - c0 + 1;
     in.rr.resize(res.size()), in.rc.resize(res.size()), in.sign.resize(res.size());
     in.lake_node.resize(2 * res.size());
-    in.adj_start.assign(static_cast<size_t>(L) + 1, 0);  // (no lake: the one entry 0)
     auto node_of = [&](int64_t l) {
         return l == kGroundedLake ? in.n + in.L
                                   : in.n + static_cast<int32_t>(std::lower_bound(lake_ids.begin(), lake_ids.end(), l) - lake_ids.begin());
@@ -103,7 +102,10 @@ bool make_round_input(std::span<const ClusterResidue> res, int64_t H, int64_t W,
             in.lake_node[2 * static_cast<size_t>(i) + static_cast<size_t>(s)] = none ? -1 : node_of(l);
         }
     }
-    if (L > 0) lake_adjacency(in);
+    if (L > 0)
+        lake_adjacency(in);
+    else
+        in.adj_start.assign(1, 0);
     if (bitmap) in.occupied = PlaquetteBitmap(res, H, W);
     return true;
 }

@@ -19,6 +19,18 @@ namespace {
 // Host arrays smaller than this are not worth page-locking.
 constexpr size_t kPinMin = size_t{4} << 20;
 
+// Registers [p, p + bytes) when pinning is on, the range is large enough and not page-locked yet;
+// true when this call registered it. On any failure (locked-memory limit, ...) it stays pageable.
+bool register_range(void* p, size_t bytes) {
+    if (!p || bytes < kPinMin || !pinning_enabled()) return false;
+    cudaPointerAttributes at{};
+    if (cudaPointerGetAttributes(&at, p) == cudaSuccess && at.type == cudaMemoryTypeHost) return false;  // already
+    (void)cudaGetLastError();
+    if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) == cudaSuccess) return true;
+    (void)cudaGetLastError();
+    return false;
+}
+
 int current_device() {
     int device = 0;
     check(cudaGetDevice(&device), "cudaGetDevice");
@@ -32,14 +44,7 @@ bool pinning_enabled() {
 }
 
 std::shared_ptr<void> lock_host_range(void* p, size_t bytes) {
-    if (!p || bytes < kPinMin || !pinning_enabled()) return {};
-    cudaPointerAttributes at{};
-    if (cudaPointerGetAttributes(&at, p) == cudaSuccess && at.type == cudaMemoryTypeHost) return {};
-    (void)cudaGetLastError();
-    if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return {};
-    }
+    if (!register_range(p, bytes)) return {};
     return std::shared_ptr<void>(p, [](void* q) { (void)cudaHostUnregister(q); });
 }
 
@@ -90,21 +95,14 @@ void HostStaging::join() noexcept {
     if (inputs_.valid()) inputs_.wait();
 }
 
-// On any failure (already registered, locked-memory limit, ...) the array simply stays pageable.
 void HostStaging::pin(void* p, size_t bytes) {
-    if (!p || bytes < kPinMin || !pinning_enabled()) return;
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (std::find(pinned_.begin(), pinned_.end(), p) != pinned_.end()) return;
     }
-    cudaPointerAttributes at{};
-    if (cudaPointerGetAttributes(&at, p) == cudaSuccess && at.type == cudaMemoryTypeHost) return;  // already
-    (void)cudaGetLastError();
-    if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) == cudaSuccess) {
+    if (register_range(p, bytes)) {
         std::lock_guard<std::mutex> lock(mu_);
         pinned_.push_back(p);
-    } else {
-        (void)cudaGetLastError();
     }
 }
 
