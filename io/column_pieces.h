@@ -1,7 +1,7 @@
 // A window's rows in items for the host's threads (section 7): `row_items` row bands, each cut into
 // column pieces on `align`-column borders of the raster where there are fewer bands than twice the
-// threads (a chunk's few block rows), so that every thread has work. Plain arithmetic, shared by
-// the phase reads (io/raster_reader.cpp) and the coherence and mask blocks (io/phase_source.cpp).
+// threads (a chunk's few block rows), so that every thread has work. Plain arithmetic for the
+// parallel reads of io/raster_reader.cpp.
 #pragma once
 #include <algorithm>
 #include <cstdint>

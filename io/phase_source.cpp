@@ -4,20 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <limits>
-#include <mutex>
 #include <vector>
 
-#include "io/column_pieces.h"
-#include "kernels/host_buffer.h"
 #include "kernels/vector_memory.h"
 
 namespace tessera {
 
 namespace {
-
-constexpr int64_t kRowBlock = 256;  // rows per coherence/mask read
 
 // Coherence g at pixel p of a: zero or NaN is masked, as SNAPHU and dolphin do; below thr is
 // low coherence.
@@ -60,75 +54,55 @@ inline void fold_mask_row(const RegionArrays& a, int64_t p, const uint8_t* m, in
     }
 }
 
-// The valid phase's range, and the flags from the validity bytes (branch-free: the compiler's
-// vectors; min and max are exact in any order).
-void fold_valid(const RegionArrays& a, const uint8_t* valid, InputRanges& rg) {
+// The valid phase's range over n pixels from p, and their flags from the validity bytes v (which
+// may be the flags themselves: each byte read before it is written). Branch-free: the compiler's
+// vectors; min and max are exact in any order.
+inline void fold_valid_row(const RegionArrays& a, int64_t p, const uint8_t* v, int64_t n, InputRanges& rg) {
     constexpr float inf = std::numeric_limits<float>::infinity();
+    float l = rg.lo, h = rg.hi;
+    uint8_t* f = a.flags + p;
+    const float* ph = a.phase + p;
+#pragma omp simd reduction(min : l) reduction(max : h)
+    for (int64_t j = 0; j < n; ++j) {
+        const bool ok = v[j] != 0;
+        f[j] = ok ? 0 : kInvalid;
+        l = std::min(l, ok ? ph[j] : inf), h = std::max(h, ok ? ph[j] : -inf);
+    }
+    rg.lo = l, rg.hi = h;
+}
+
+void fold_valid(const RegionArrays& a, const uint8_t* valid, InputRanges& rg) {
     constexpr int64_t kBlock = 1 << 16;
     const int64_t n = a.buf.size(), blocks = (n + kBlock - 1) / kBlock;
     float lo = rg.lo, hi = rg.hi;
 #pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static)
     for (int64_t b = 0; b < blocks; ++b) {
-        float l = inf, h = -inf;
-        const int64_t e = std::min(n, (b + 1) * kBlock);
-#pragma omp simd reduction(min : l) reduction(max : h)
-        for (int64_t i = b * kBlock; i < e; ++i) {
-            const bool ok = valid[i] != 0;
-            a.flags[i] = ok ? 0 : kInvalid;
-            l = std::min(l, ok ? a.phase[i] : inf), h = std::max(h, ok ? a.phase[i] : -inf);
-        }
-        lo = std::min(lo, l), hi = std::max(hi, h);
+        InputRanges mine;
+        const int64_t i = b * kBlock;
+        fold_valid_row(a, i, valid + i, std::min(n, i + kBlock) - i, mine);
+        lo = std::min(lo, mine.lo), hi = std::max(hi, mine.hi);
     }
     rg.lo = lo, rg.hi = hi;
 }
 
-// A raster of window w read kRowBlock rows at a time, the blocks on the host's threads for a
-// large window (each thread with its own reader from make_read(): GDAL handles are not shared),
-// cut into column pieces (on kPieceCols borders) where there are fewer row blocks than twice the
-// threads (a chunk's few); fold(pixel index in a, values, count, the thread's ranges) per row
-// of a block; the ranges merged into rg. The first failure (lowest piece) is rethrown.
-template <class T, class MakeRead, class Fold>
-void fold_in_blocks(const Window& w, MakeRead&& make_read, Fold&& fold, InputRanges& rg) {
-    constexpr int64_t kPieceCols = 256;  // GeoTIFF's usual block width: few blocks read twice
-    const int64_t blocks = (w.rows + kRowBlock - 1) / kRowBlock, nt = omp_get_max_threads();
-    const bool parallel = w.size() >= (int64_t{1} << 22) && nt > 1;
-    const ColumnPieces pieces(w, blocks, nt, kPieceCols, parallel);
-    const int64_t parts = pieces.parts();
-    const int64_t items = blocks * parts;
-    const int threads = parallel ? static_cast<int>(std::min<int64_t>(items, nt)) : 1;
-    std::mutex mu;
-    int64_t failed_at = items;
-    std::exception_ptr failure;
-#pragma omp parallel num_threads(threads)
-    {
-        InputRanges mine;
-        try {
-            auto read = make_read();
-            std::vector<T> buf(static_cast<size_t>(kRowBlock * (pieces.begin(1) + kPieceCols)));
-#pragma omp for schedule(dynamic)
-            for (int64_t k = 0; k < items; ++k) {
-                const int64_t r = w.row0 + (k / parts) * kRowBlock, c0 = pieces.begin(k % parts), c1 = pieces.begin(k % parts + 1);
-                const Window b{r, w.col0 + c0, std::min(kRowBlock, w.row0 + w.rows - r), c1 - c0};
-                if (b.cols <= 0) continue;
-                try {
-                    buf.resize(static_cast<size_t>(std::max<int64_t>(static_cast<int64_t>(buf.size()), b.size())));
-                    read(b, buf.data());
-                    for (int64_t i = 0; i < b.rows; ++i)
-                        fold((r - w.row0 + i) * w.cols + c0, buf.data() + i * b.cols, b.cols, mine);
-                } catch (...) {
-                    std::lock_guard<std::mutex> lock(mu);
-                    if (k < failed_at) failed_at = k, failure = std::current_exception();
-                }
-            }
-        } catch (...) {  // the reader could not be made: this thread's blocks fail
-            std::lock_guard<std::mutex> lock(mu);
-            if (!failure) failure = std::current_exception(), failed_at = -1;
+// Ranges kept per reading thread (RasterReader's pieces come on the host's threads), merged at the end.
+class ThreadRanges {
+public:
+    ThreadRanges() : per_(static_cast<size_t>(omp_get_max_threads())) {}
+    InputRanges& operator[](int t) { return per_[static_cast<size_t>(t)].r; }
+    void merge_into(InputRanges& rg) const {
+        for (const Slot& s : per_) {
+            rg.lo = std::min(rg.lo, s.r.lo), rg.hi = std::max(rg.hi, s.r.hi);
+            rg.coh_lo = std::min(rg.coh_lo, s.r.coh_lo), rg.coh_hi = std::max(rg.coh_hi, s.r.coh_hi);
         }
-        std::lock_guard<std::mutex> lock(mu);
-        rg.coh_lo = std::min(rg.coh_lo, mine.coh_lo), rg.coh_hi = std::max(rg.coh_hi, mine.coh_hi);
     }
-    if (failure) std::rethrow_exception(failure);
-}
+
+private:
+    struct alignas(64) Slot {
+        InputRanges r;
+    };
+    std::vector<Slot> per_;
+};
 
 // Band `band` of a GDAL raster: the phase and its validity, nothing else.
 class RasterPhaseSource final : public PhaseSource {
@@ -137,10 +111,14 @@ public:
     const RasterInfo& info() const override { return in_.info(); }
     const std::string& name() const override { return in_.path(); }
     InputRanges fill(const RegionArrays& a, const RowsReady& ready) const override {
-        HostBuffer<uint8_t> valid(static_cast<size_t>(a.buf.size()));  // a gigabyte at 32768²: first touched on threads
-        in_.read_phase(a.buf, a.phase, valid.data(), a.buf.cols, ready);
+        // The validity bytes land in the flags, made flag bits piece by piece while in cache.
+        ThreadRanges mine;
+        in_.read_phase(a.buf, a.phase, a.flags, a.buf.cols, ready, [&](int t, int64_t r, int64_t c, int64_t n) {
+            const int64_t p = r * a.buf.cols + c;
+            fold_valid_row(a, p, a.flags + p, n, mine[t]);
+        });
         InputRanges rg;
-        fold_valid(a, valid.data(), rg);
+        mine.merge_into(rg);
         return rg;
     }
 
@@ -166,26 +144,16 @@ public:
         const Window& w = a.buf;
         // Rows are final only once the rasters are folded in.
         InputRanges rg = base_->fill(a, mask_.empty() && coherence_.empty() ? ready : RowsReady{});
+        ThreadRanges mine;
         if (!mask_.empty())
-            fold_in_blocks<uint8_t>(
-                w,
-                [&] {
-                    return [&, m = RasterReader(mask_, mask_band_)](const Window& b, uint8_t* buf) { m.read_mask(b, buf, b.cols); };
-                },
-                [&](int64_t p, const uint8_t* m, int64_t n, InputRanges&) { fold_mask_row(a, p, m, n); },
-                rg);
+            RasterReader(mask_, mask_band_).visit_mask(w, [&](int, int64_t r, int64_t c, const uint8_t* m, int64_t n) {
+                fold_mask_row(a, r * w.cols + c, m, n);
+            });
         if (!coherence_.empty())
-            fold_in_blocks<float>(
-                w,
-                [&] {
-                    return [&, c = RasterReader(coherence_, coherence_band_)](const Window& b, float* buf) {
-                        c.read_float(b, buf, b.cols);
-                    };
-                },
-                [&](int64_t p, const float* g, int64_t n, InputRanges& mine) {
-                    fold_coherence_row(a, p, g, n, thr_, mine);
-                },
-                rg);
+            RasterReader(coherence_, coherence_band_).visit_float(w, [&](int t, int64_t r, int64_t c, const float* g, int64_t n) {
+                fold_coherence_row(a, r * w.cols + c, g, n, thr_, mine[t]);
+            });
+        mine.merge_into(rg);
         return rg;
     }
 

@@ -74,8 +74,6 @@ int64_t strip_rows(int64_t cols, int block_rows) {
     return target >= b ? (target / b) * b : target;
 }
 
-constexpr int64_t kParallelMinPixels = 1 << 16;
-
 // One file's datasets opened again for the threads of parallel reads, kept from read to read and
 // closed with the reader, on its owner's thread: a dataset closed on a worker made PROJ's context
 // for that thread (proj.db opened and queried; 3 % of a 32768² run's samples on the lent H200's 16
@@ -122,20 +120,23 @@ struct RasterReader::Impl {
     double nodata = 0.0;
     float nodata_f = 0.0f;
 
-    // Reads the window [r0, r0+nr) x [w.col0, w.col0+w.cols) into buf as `as`, packed rows.
-    void read(const std::string& path, const Window& w, int64_t r0, int64_t nr, GDALDataType as,
-              void* buf, GSpacing pixel_space, GSpacing line_space) const {
-        read_from(band, path, w, r0, nr, as, buf, pixel_space, line_space);
-    }
+    // Rows [r0, r0 + nr) of window w's columns into buf as `as`; hook(y, x, seg, n) as each row piece
+    // lands (y from r0, x from w.col0, seg its first byte), while it is in cache. A null buf only
+    // where by_blocks holds: the hook then sees the block's own bytes (no copy).
+    template <class Hook>
     static void read_from(GDALRasterBand* band, const std::string& path, const Window& w, int64_t r0, int64_t nr,
-                          GDALDataType as, void* buf, GSpacing pixel_space, GSpacing line_space) {
+                          GDALDataType as, void* buf, GSpacing pixel_space, GSpacing line_space, Hook&& hook) {
         QuietGdal quiet;
-        const CPLErr err = by_blocks(band, as, pixel_space)
-                               ? read_blocks(band, w, r0, nr, as, static_cast<std::byte*>(buf), line_space)
-                               : band->RasterIO(GF_Read, static_cast<int>(w.col0), static_cast<int>(r0),
-                                                static_cast<int>(w.cols), static_cast<int>(nr), buf,
-                                                static_cast<int>(w.cols), static_cast<int>(nr), as,
-                                                pixel_space, line_space, nullptr);
+        CPLErr err = CE_None;
+        if (by_blocks(band, as, pixel_space)) {
+            err = read_blocks(band, w, r0, nr, as, static_cast<std::byte*>(buf), line_space, hook);
+        } else {
+            err = band->RasterIO(GF_Read, static_cast<int>(w.col0), static_cast<int>(r0), static_cast<int>(w.cols),
+                                 static_cast<int>(nr), buf, static_cast<int>(w.cols), static_cast<int>(nr), as,
+                                 pixel_space, line_space, nullptr);
+            if (err == CE_None)
+                for (int64_t y = 0; y < nr; ++y) hook(y, int64_t{0}, static_cast<std::byte*>(buf) + y * line_space, w.cols);
+        }
         if (err != CE_None || quiet.failed()) {
             std::string problem = "read failed in rows " + std::to_string(r0) + ".." +
                                   std::to_string(r0 + nr - 1) + ", cols " + std::to_string(w.col0) +
@@ -143,6 +144,10 @@ struct RasterReader::Impl {
             if (!quiet.message().empty()) problem += " (" + quiet.message() + ")";
             throw InputError(path, problem);
         }
+    }
+    static void read_from(GDALRasterBand* band, const std::string& path, const Window& w, int64_t r0, int64_t nr,
+                          GDALDataType as, void* buf, GSpacing pixel_space, GSpacing line_space) {
+        read_from(band, path, w, r0, nr, as, buf, pixel_space, line_space, [](int64_t, int64_t, std::byte*, int64_t) {});
     }
 
     // A GeoTIFF band read in its own type: block by block through ReadBlock, past GDAL's block
@@ -156,8 +161,9 @@ struct RasterReader::Impl {
         return as == band->GetRasterDataType() && pixel_space == GDALGetDataTypeSizeBytes(as) && ds &&
                ds->GetDriver() && std::strcmp(ds->GetDriver()->GetDescription(), "GTiff") == 0;
     }
+    template <class Hook>
     static CPLErr read_blocks(GDALRasterBand* band, const Window& w, int64_t r0, int64_t nr, GDALDataType as,
-                              std::byte* buf, GSpacing line_space) {
+                              std::byte* buf, GSpacing line_space, Hook& hook) {
         int bw = 0, bh = 0;
         band->GetBlockSize(&bw, &bh);
         const int64_t H = band->GetYSize(), W = band->GetXSize(), sz = GDALGetDataTypeSizeBytes(as);
@@ -167,13 +173,97 @@ struct RasterReader::Impl {
             for (int64_t bc = w.col0 / bw; bc * bw < w.col0 + w.cols; ++bc) {
                 if (band->ReadBlock(static_cast<int>(bc), static_cast<int>(br), block.data()) != CE_None) return CE_Failure;
                 const int64_t x0 = std::max(w.col0, bc * bw), x1 = std::min({w.col0 + w.cols, (bc + 1) * bw, W});
-                for (int64_t y = y0; y < y1; ++y)
-                    std::memcpy(buf + (y - r0) * line_space + (x0 - w.col0) * sz,
-                                block.data() + ((y - br * bh) * bw + (x0 - bc * bw)) * sz, static_cast<size_t>((x1 - x0) * sz));
+                for (int64_t y = y0; y < y1; ++y) {
+                    std::byte* from = block.data() + ((y - br * bh) * bw + (x0 - bc * bw)) * sz;
+                    std::byte* seg = buf ? buf + (y - r0) * line_space + (x0 - w.col0) * sz : from;
+                    if (buf) std::memcpy(seg, from, static_cast<size_t>((x1 - x0) * sz));
+                    hook(y - r0, x0 - w.col0, seg, x1 - x0);
+                }
             }
         }
         return CE_None;
     }
+
+    // Rows [r0, r0 + nr) of window w as float32 (read_float's values) into out (row stride
+    // `stride`); hook(y, x, values, n) for each row piece as it lands. out may be null where
+    // direct_float (the hook sees the block's bytes).
+    template <class Hook>
+    void float_rows(GDALRasterBand* band, const std::string& path, const Window& w, int64_t r0, int64_t nr,
+                    float* out, int64_t stride, Hook&& hook) const {
+        const int64_t wc = w.cols;
+        if (GDALDataTypeIsComplex(type)) {  // a complex band read as a real quantity: its magnitude
+            std::vector<double> buf(static_cast<size_t>(2 * nr * wc));
+            read_from(band, path, w, r0, nr, GDT_CFloat64, buf.data(), 16, wc * 16);
+            for (int64_t r = 0; r < nr; ++r) {
+                float* o = out + r * stride;
+                for (int64_t c = 0; c < wc; ++c) {
+                    const size_t i = static_cast<size_t>(r * wc + c);
+                    const double re = buf[2 * i], imv = buf[2 * i + 1];
+                    const bool bad = !std::isfinite(re) || !std::isfinite(imv) || (nodata_finite && re == nodata);
+                    o[c] = bad ? 0.0f : static_cast<float>(std::hypot(re, imv));
+                }
+                hook(r, int64_t{0}, static_cast<const float*>(o), wc);
+            }
+            return;
+        }
+        if (exact_in_float(type)) {
+            read_from(band, path, w, r0, nr, GDT_Float32, out, sizeof(float), stride * static_cast<GSpacing>(sizeof(float)),
+                      [&](int64_t y, int64_t x, std::byte* seg, int64_t n) {
+                          float* o = reinterpret_cast<float*>(seg);
+                          for (int64_t c = 0; c < n; ++c)
+                              if (invalid_real_f(o[c])) o[c] = 0.0f;
+                          hook(y, x, static_cast<const float*>(o), n);
+                      });
+            return;
+        }
+        std::vector<double> buf(static_cast<size_t>(nr * wc));
+        read_from(band, path, w, r0, nr, GDT_Float64, buf.data(), 8, wc * 8);
+        for (int64_t r = 0; r < nr; ++r) {
+            float* o = out + r * stride;
+            for (int64_t c = 0; c < wc; ++c) {
+                const double v = buf[static_cast<size_t>(r * wc + c)];
+                o[c] = invalid_real(v) ? 0.0f : static_cast<float>(v);
+            }
+            hook(r, int64_t{0}, static_cast<const float*>(o), wc);
+        }
+    }
+    bool direct_float() const { return type == GDT_Float32 && by_blocks(band, GDT_Float32, sizeof(float)); }
+
+    // The same for a mask (read_mask's 0/1 values).
+    template <class Hook>
+    void mask_rows(GDALRasterBand* band, const std::string& path, const Window& w, int64_t r0, int64_t nr,
+                   uint8_t* out, int64_t stride, Hook&& hook) const {
+        const int64_t wc = w.cols;
+        if (type == GDT_Byte) {  // the common case: the bytes in place, then 0/1
+            const int nd = (nodata_finite && nodata >= 0 && nodata <= 255 && nodata == std::floor(nodata))
+                               ? static_cast<int>(nodata)
+                               : -1;
+            read_from(band, path, w, r0, nr, GDT_Byte, out, 1, stride, [&](int64_t y, int64_t x, std::byte* seg, int64_t n) {
+                uint8_t* o = reinterpret_cast<uint8_t*>(seg);
+                for (int64_t c = 0; c < n; ++c) o[c] = (o[c] != 0 && o[c] != nd) ? 1 : 0;
+                hook(y, x, static_cast<const uint8_t*>(o), n);
+            });
+            return;
+        }
+        // Anything else via double (complex: real part, nonzero imaginary also counts as nonzero).
+        const bool cplx = GDALDataTypeIsComplex(type) != 0;
+        const int64_t per = cplx ? 2 : 1;
+        std::vector<double> buf(static_cast<size_t>(per * nr * wc));
+        read_from(band, path, w, r0, nr, cplx ? GDT_CFloat64 : GDT_Float64, buf.data(), 8 * per, wc * 8 * per);
+        for (int64_t r = 0; r < nr; ++r) {
+            uint8_t* o = out + r * stride;
+            for (int64_t c = 0; c < wc; ++c) {
+                const size_t i = static_cast<size_t>(per * (r * wc + c));
+                const double re = buf[i];
+                const double imv = cplx ? buf[i + 1] : 0.0;
+                const bool bad = !std::isfinite(re) || !std::isfinite(imv) || (nodata_finite && re == nodata) ||
+                                 (re == 0.0 && imv == 0.0);
+                o[c] = bad ? 0 : 1;
+            }
+            hook(r, int64_t{0}, static_cast<const uint8_t*>(o), wc);
+        }
+    }
+    bool direct_mask() const { return type == GDT_Byte && by_blocks(band, GDT_Byte, 1); }
 
     bool invalid_real(double v) const {
         return !std::isfinite(v) || (nodata_finite && v == nodata);
@@ -369,7 +459,8 @@ void for_each_strip(const std::string& path, DatasetPool& again, int band_no, GD
 
 }  // namespace
 
-void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride, const RowsDone& done) const {
+void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride, const RowsDone& done,
+                              const RowPiecesRead& each) const {
     check_window(path_, info_, w, stride);
     if (w.rows == 0 || w.cols == 0) return;
     const Impl& im = *impl_;
@@ -382,6 +473,7 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
         const bool wide = im.type == GDT_CInt32 || im.type == GDT_CFloat64;
         for_each_strip(path_, im.again, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
                        [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
+            const int t = omp_get_thread_num();
             const int64_t pc = pw.cols;
             const int64_t n = nr * pc;
             std::vector<float> buf32;
@@ -418,27 +510,28 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
                         va[c] = 1;
                     }
                 }
+                if (each) each(t, r0 + r, c0, pc);
             }
         }, done);
         return;
     }
 
     if (exact_in_float(im.type)) {
-        // Straight into the caller's buffer, then fix invalid pixels in place.
+        // Straight into the caller's buffer, each row piece's invalid pixels fixed as it lands.
         for_each_strip(path_, im.again, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
                        [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
-            const int64_t pc = pw.cols;
+            const int t = omp_get_thread_num();
             Impl::read_from(band, path_, pw, w.row0 + r0, nr, GDT_Float32, phase + r0 * stride + c0, sizeof(float),
-                            stride * static_cast<GSpacing>(sizeof(float)));
-            for (int64_t r = r0; r < r0 + nr; ++r) {
-                float* ph = phase + r * stride + c0;
-                uint8_t* va = valid + r * stride + c0;
-                for (int64_t c = 0; c < pc; ++c) {
-                    const bool bad = im.invalid_real_f(ph[c]);
-                    va[c] = bad ? 0 : 1;
-                    if (bad) ph[c] = 0.0f;
-                }
-            }
+                            stride * static_cast<GSpacing>(sizeof(float)), [&](int64_t y, int64_t x, std::byte*, int64_t n) {
+                                float* ph = phase + (r0 + y) * stride + c0 + x;
+                                uint8_t* va = valid + (r0 + y) * stride + c0 + x;
+                                for (int64_t c = 0; c < n; ++c) {
+                                    const bool bad = im.invalid_real_f(ph[c]);
+                                    va[c] = bad ? 0 : 1;
+                                    if (bad) ph[c] = 0.0f;
+                                }
+                                if (each) each(t, r0 + y, c0 + x, n);
+                            });
         }, done);
         return;
     }
@@ -446,7 +539,8 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
     // Int32, UInt32, Float64: compare with nodata in double, then narrow.
     for_each_strip(path_, im.again, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
                    [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
-            const int64_t pc = pw.cols;
+        const int t = omp_get_thread_num();
+        const int64_t pc = pw.cols;
         std::vector<double> buf(static_cast<size_t>(nr * pc));
         Impl::read_from(band, path_, pw, w.row0 + r0, nr, GDT_Float64, buf.data(), 8, pc * 8);
         for (int64_t r = 0; r < nr; ++r) {
@@ -458,6 +552,7 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
                 va[c] = bad ? 0 : 1;
                 ph[c] = bad ? 0.0f : static_cast<float>(v);
             }
+            if (each) each(t, r0 + r, c0, pc);
         }
     }, done);
 }
@@ -466,112 +561,67 @@ void RasterReader::read_float(const Window& w, float* out, int64_t stride) const
     check_window(path_, info_, w, stride);
     if (w.rows == 0 || w.cols == 0) return;
     const Impl& im = *impl_;
-    const int64_t wc = w.cols;
-
-    if (info_.is_complex) {
-        // A complex band read as a real quantity: its magnitude.
-        const int64_t sr = strip_rows(wc, im.block_rows);
-        std::vector<double> buf;
-        for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
-            const int64_t nr = std::min(sr, w.rows - r0);
-            buf.resize(static_cast<size_t>(2 * nr * wc));
-            im.read(path_, w, w.row0 + r0, nr, GDT_CFloat64, buf.data(), 16, wc * 16);
-#pragma omp parallel for schedule(static) if (nr * wc >= kParallelMinPixels)
-            for (int64_t r = 0; r < nr; ++r) {
-                float* o = out + (r0 + r) * stride;
-                for (int64_t c = 0; c < wc; ++c) {
-                    const size_t i = static_cast<size_t>(r * wc + c);
-                    const double re = buf[2 * i], imv = buf[2 * i + 1];
-                    const bool bad = !std::isfinite(re) || !std::isfinite(imv) ||
-                                     (im.nodata_finite && re == im.nodata);
-                    o[c] = bad ? 0.0f : static_cast<float>(std::hypot(re, imv));
-                }
-            }
-        }
-        return;
-    }
-
-    if (exact_in_float(im.type)) {
-        const int64_t sr = strip_rows(wc, im.block_rows) * 8;
-        for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
-            const int64_t nr = std::min(sr, w.rows - r0);
-            im.read(path_, w, w.row0 + r0, nr, GDT_Float32, out + r0 * stride, sizeof(float),
-                    stride * static_cast<GSpacing>(sizeof(float)));
-#pragma omp parallel for schedule(static) if (nr * wc >= kParallelMinPixels)
-            for (int64_t r = r0; r < r0 + nr; ++r) {
-                float* o = out + r * stride;
-                for (int64_t c = 0; c < wc; ++c) {
-                    if (im.invalid_real_f(o[c])) o[c] = 0.0f;
-                }
-            }
-        }
-        return;
-    }
-
-    const int64_t sr = strip_rows(wc, im.block_rows);
-    std::vector<double> buf;
-    for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
-        const int64_t nr = std::min(sr, w.rows - r0);
-        buf.resize(static_cast<size_t>(nr * wc));
-        im.read(path_, w, w.row0 + r0, nr, GDT_Float64, buf.data(), 8, wc * 8);
-#pragma omp parallel for schedule(static) if (nr * wc >= kParallelMinPixels)
-        for (int64_t r = 0; r < nr; ++r) {
-            float* o = out + (r0 + r) * stride;
-            for (int64_t c = 0; c < wc; ++c) {
-                const double v = buf[static_cast<size_t>(r * wc + c)];
-                o[c] = im.invalid_real(v) ? 0.0f : static_cast<float>(v);
-            }
-        }
-    }
+    for_each_strip(path_, im.again, band_, im.band, w, strip_rows(w.cols, im.block_rows), im.block_cols,
+                   [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
+        im.float_rows(band, path_, pw, w.row0 + r0, nr, out + r0 * stride + c0, stride,
+                      [](int64_t, int64_t, const float*, int64_t) {});
+    }, {});
 }
 
 void RasterReader::read_mask(const Window& w, uint8_t* out, int64_t stride) const {
     check_window(path_, info_, w, stride);
     if (w.rows == 0 || w.cols == 0) return;
     const Impl& im = *impl_;
-    const int64_t wc = w.cols;
-    const int64_t sr = strip_rows(wc, im.block_rows);
+    for_each_strip(path_, im.again, band_, im.band, w, strip_rows(w.cols, im.block_rows), im.block_cols,
+                   [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
+        im.mask_rows(band, path_, pw, w.row0 + r0, nr, out + r0 * stride + c0, stride,
+                     [](int64_t, int64_t, const uint8_t*, int64_t) {});
+    }, {});
+}
 
-    if (im.type == GDT_Byte) {
-        // The common case: read the bytes in place, then map to 0/1.
-        for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
-            const int64_t nr = std::min(sr, w.rows - r0);
-            im.read(path_, w, w.row0 + r0, nr, GDT_Byte, out + r0 * stride, 1, stride);
-            const int nd = (im.nodata_finite && im.nodata >= 0 && im.nodata <= 255 &&
-                            im.nodata == std::floor(im.nodata))
-                               ? static_cast<int>(im.nodata)
-                               : -1;
-            for (int64_t r = r0; r < r0 + nr; ++r) {
-                uint8_t* o = out + r * stride;
-                for (int64_t c = 0; c < wc; ++c) o[c] = (o[c] != 0 && o[c] != nd) ? 1 : 0;
-            }
-        }
-        return;
-    }
+namespace {
 
-    // Anything else via double (complex: real part, nonzero imaginary also counts as nonzero).
-    const bool cplx = info_.is_complex;
-    const int64_t per = cplx ? 2 : 1;
-    std::vector<double> buf;
-    for (int64_t r0 = 0; r0 < w.rows; r0 += sr) {
-        const int64_t nr = std::min(sr, w.rows - r0);
-        buf.resize(static_cast<size_t>(per * nr * wc));
-        im.read(path_, w, w.row0 + r0, nr, cplx ? GDT_CFloat64 : GDT_Float64, buf.data(),
-                8 * per, wc * 8 * per);
-#pragma omp parallel for schedule(static) if (nr * wc >= kParallelMinPixels)
-        for (int64_t r = 0; r < nr; ++r) {
-            uint8_t* o = out + (r0 + r) * stride;
-            for (int64_t c = 0; c < wc; ++c) {
-                const size_t i = static_cast<size_t>(per * (r * wc + c));
-                const double re = buf[i];
-                const double imv = cplx ? buf[i + 1] : 0.0;
-                const bool bad = !std::isfinite(re) || !std::isfinite(imv) ||
-                                 (im.nodata_finite && re == im.nodata) ||
-                                 (re == 0.0 && imv == 0.0);
-                o[c] = bad ? 0 : 1;
-            }
+// visit_float and visit_mask: window w in pieces on the threads, rows(band, pw, r0, nr, out,
+// stride, hook) reading each into a buffer of the thread's (none where `direct`: the hook sees
+// the file's blocks), fn(thread, row, col, values, n) per row piece as it lands.
+template <class T, class Rows, class Fn>
+void visit_rows(const std::string& path, DatasetPool& again, int band_no, GDALRasterBand* band0, const Window& w,
+                int block_rows, int block_cols, bool direct, Rows&& rows, const Fn& fn) {
+    std::vector<std::vector<T>> bufs(static_cast<size_t>(omp_get_max_threads()));
+    for_each_strip(path, again, band_no, band0, w, strip_rows(w.cols, block_rows), block_cols,
+                   [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
+        const int t = omp_get_thread_num();
+        T* out = nullptr;
+        if (!direct) {
+            std::vector<T>& b = bufs[static_cast<size_t>(t)];
+            b.resize(std::max(b.size(), static_cast<size_t>(nr * pw.cols)));
+            out = b.data();
         }
-    }
+        rows(band, pw, w.row0 + r0, nr, out, pw.cols,
+             [&](int64_t y, int64_t x, const T* v, int64_t n) { fn(t, r0 + y, c0 + x, v, n); });
+    }, {});
+}
+
+}  // namespace
+
+void RasterReader::visit_float(const Window& w, const FloatPiecesRead& fn) const {
+    check_window(path_, info_, w, w.cols);
+    if (w.rows == 0 || w.cols == 0) return;
+    const Impl& im = *impl_;
+    visit_rows<float>(path_, im.again, band_, im.band, w, im.block_rows, im.block_cols, im.direct_float(),
+                      [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, float* out, int64_t stride,
+                          auto&& hook) { im.float_rows(band, path_, pw, r0, nr, out, stride, hook); },
+                      fn);
+}
+
+void RasterReader::visit_mask(const Window& w, const MaskPiecesRead& fn) const {
+    check_window(path_, info_, w, w.cols);
+    if (w.rows == 0 || w.cols == 0) return;
+    const Impl& im = *impl_;
+    visit_rows<uint8_t>(path_, im.again, band_, im.band, w, im.block_rows, im.block_cols, im.direct_mask(),
+                        [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, uint8_t* out,
+                            int64_t stride, auto&& hook) { im.mask_rows(band, path_, pw, r0, nr, out, stride, hook); },
+                        fn);
 }
 
 }  // namespace tessera

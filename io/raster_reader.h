@@ -14,6 +14,13 @@ namespace tessera {
 
 // Rows [r0, r0 + n) of a window are done (RasterReader::read_phase).
 using RowsDone = std::function<void(int64_t r0, int64_t n)>;
+// A row piece of a window as it lands, while it is in cache: window-relative row r, columns
+// [c, c + n); `thread` is the reading thread's OpenMP number, below omp_get_max_threads() of the
+// caller. Called on the reading threads, each pixel once, in no set order.
+using RowPiecesRead = std::function<void(int thread, int64_t r, int64_t c, int64_t n)>;
+// The same with the piece's values (v[0, n), read_float's or read_mask's).
+using FloatPiecesRead = std::function<void(int thread, int64_t r, int64_t c, const float* v, int64_t n)>;
+using MaskPiecesRead = std::function<void(int thread, int64_t r, int64_t c, const uint8_t* v, int64_t n)>;
 
 struct RasterInfo {
     int64_t rows = 0, cols = 0;
@@ -48,14 +55,21 @@ public:
     // Invalid (nodata value, NaN/Inf, complex 0+0i): phase[i] = 0 and valid[i] = 0; else valid[i] = 1.
     // done(r0, n), if given, is called (from any thread, rows relative to w) as soon as rows
     // [r0, r0 + n) of the window are final, so that a caller can send them on while the rest
-    // is read (the CUDA backend uploads them).
-    void read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride, const RowsDone& done = {}) const;
+    // is read (the CUDA backend uploads them). each(thread, r, c, n), if given, follows every row
+    // piece's phase and valid bytes (a fold over them while they are in cache).
+    void read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride, const RowsDone& done = {},
+                    const RowPiecesRead& each = {}) const;
 
     // Any band as float32 (coherence); nodata/NaN -> 0.
     void read_float(const Window& w, float* out, int64_t stride) const;
 
     // Mask: nonzero = valid -> 1, zero or nodata -> 0.
     void read_mask(const Window& w, uint8_t* out, int64_t stride) const;
+
+    // read_float's and read_mask's values of window w given to fn piece by piece instead of stored
+    // (a float32 or byte GeoTIFF: straight from its blocks, no copy).
+    void visit_float(const Window& w, const FloatPiecesRead& fn) const;
+    void visit_mask(const Window& w, const MaskPiecesRead& fn) const;
 
 private:
     std::string path_;

@@ -6,8 +6,10 @@
 #include <cpl_error.h>
 #include <cpl_string.h>
 #include <ogr_spatialref.h>
+#include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -214,6 +216,119 @@ TEST_F(RasterIoTest, ReadPhaseReportsEachRowOnceWhenFinal) {
     EXPECT_EQ(seen_va, va);
     EXPECT_EQ(va[static_cast<size_t>((1050 - w.row0) * stride + (7 - w.col0))], 0);
     EXPECT_EQ(ph[static_cast<size_t>((600 - w.row0) * stride + (100 - w.col0))], img[600 * cols + 100]);
+}
+
+// visit_float / visit_mask and read_phase's `each`: every pixel of a window given once, on a thread
+// numbered below omp_get_max_threads(), with the values the plain reads give (checked against the
+// image written), the phase and validity already in place when its piece is reported. Windows of
+// 4 Mi pixels or more are read on threads; a tiled float32 and a byte GeoTIFF come straight from
+// their blocks, an Int16 stripped one and a CFloat32 one through a buffer.
+TEST_F(RasterIoTest, VisitsGiveEachPixelOnceAsTheReadsDo) {
+    const int rows = 2100, cols = 2110;
+    const size_t n = static_cast<size_t>(rows) * cols;
+    std::vector<float> img(n);
+    std::vector<uint8_t> m(n);
+    std::vector<int16_t> i16(n);
+    std::vector<std::complex<float>> cf(n);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) {
+            const size_t i = static_cast<size_t>(r) * cols + c;
+            img[i] = std::sin(0.01f * r) * std::cos(0.013f * c) + 0.0001f * static_cast<float>(i % 97);
+            m[i] = static_cast<uint8_t>((r * 7 + c * 3) % 5);  // 0 masked; 4 is the nodata below
+            i16[i] = static_cast<int16_t>((r * 31 + c * 17) % 2000 - 1000);
+            cf[i] = {static_cast<float>(r % 13) - 6.0f, static_cast<float>(c % 11) - 5.0f};
+        }
+    for (size_t i = 0; i < n; i += 1009) img[i] = kNaN;
+    for (size_t i = 5; i < n; i += 2003) img[i] = -9999.0f;
+    const std::string fp = path("f.tif"), mp = path("m.tif");
+    tessera::write_geotiff_f32(fp, rows, cols, img.data(), GeoRef{}, -9999.0);
+    {
+        GDALAllRegister();
+        CPLStringList opts;
+        opts.SetNameValue("TILED", "YES");
+        GDALDatasetUniquePtr ds(GetGDALDriverManager()->GetDriverByName("GTiff")->Create(
+            mp.c_str(), cols, rows, 1, GDT_Byte, opts.List()));
+        ASSERT_TRUE(ds != nullptr);
+        ds->GetRasterBand(1)->SetNoDataValue(4.0);
+        ASSERT_EQ(ds->GetRasterBand(1)->RasterIO(GF_Write, 0, 0, cols, rows, m.data(), cols, rows, GDT_Byte, 0, 0, nullptr), CE_None);
+    }
+    const std::string ip = write_raw("i16.tif", rows, cols, GDT_Int16, i16, -1000.0);
+    const std::string cp = write_raw("c.tif", rows, cols, GDT_CFloat32, cf);
+
+    const Window w{3, 5, rows - 4, cols - 7};  // 4.4 Mi pixels: on threads
+    ASSERT_GE(w.rows * w.cols, int64_t{1} << 22);
+    const int T = omp_get_max_threads();
+    auto at = [&](int64_t r, int64_t c) { return static_cast<size_t>((w.row0 + r) * cols + w.col0 + c); };
+    auto check_float = [&](const std::string& file, auto expected) {
+        SCOPED_TRACE(file);
+        std::vector<float> got(static_cast<size_t>(w.size()), 42.0f), plain(got.size());
+        std::vector<uint8_t> seen(got.size(), 0);
+        std::atomic<bool> bad_thread{false};
+        RasterReader rd(file, 1);
+        rd.visit_float(w, [&](int t, int64_t r, int64_t c, const float* v, int64_t k) {
+            if (t < 0 || t >= T) bad_thread = true;
+            for (int64_t j = 0; j < k; ++j) {
+                const size_t i = static_cast<size_t>(r * w.cols + c + j);
+                got[i] = v[j], ++seen[i];
+            }
+        });
+        EXPECT_FALSE(bad_thread);
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<std::ptrdiff_t>(seen.size()));
+        rd.read_float(w, plain.data(), w.cols);
+        int64_t wrong = 0;
+        for (int64_t r = 0; r < w.rows; ++r)
+            for (int64_t c = 0; c < w.cols; ++c) {
+                const size_t i = static_cast<size_t>(r * w.cols + c);
+                const float want = expected(at(r, c));
+                wrong += got[i] != want || plain[i] != want;
+            }
+        EXPECT_EQ(wrong, 0);
+    };
+    check_float(fp, [&](size_t i) { return std::isfinite(img[i]) && img[i] != -9999.0f ? img[i] : 0.0f; });
+    check_float(ip, [&](size_t i) { return i16[i] == -1000 ? 0.0f : static_cast<float>(i16[i]); });
+    check_float(cp, [&](size_t i) { return static_cast<float>(std::hypot(double{cf[i].real()}, double{cf[i].imag()})); });
+
+    {  // the byte mask: 1 where nonzero and not the nodata 4
+        std::vector<uint8_t> got(static_cast<size_t>(w.size()), 9), seen(got.size(), 0), plain(got.size());
+        RasterReader rm(mp, 1);
+        rm.visit_mask(w, [&](int, int64_t r, int64_t c, const uint8_t* v, int64_t k) {
+            for (int64_t j = 0; j < k; ++j) {
+                const size_t i = static_cast<size_t>(r * w.cols + c + j);
+                got[i] = v[j], ++seen[i];
+            }
+        });
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<std::ptrdiff_t>(seen.size()));
+        rm.read_mask(w, plain.data(), w.cols);
+        int64_t wrong = 0;
+        for (int64_t r = 0; r < w.rows; ++r)
+            for (int64_t c = 0; c < w.cols; ++c) {
+                const uint8_t want = m[at(r, c)] != 0 && m[at(r, c)] != 4;
+                wrong += got[static_cast<size_t>(r * w.cols + c)] != want || plain[static_cast<size_t>(r * w.cols + c)] != want;
+            }
+        EXPECT_EQ(wrong, 0);
+    }
+
+    for (const std::string& file : {fp, ip}) {  // read_phase's pieces, each once and already in place
+        SCOPED_TRACE(file);
+        RasterReader rd(file, 1);
+        const int64_t stride = w.cols + 3;
+        std::vector<float> ph(static_cast<size_t>(w.rows * stride), kNaN);  // a read never gives NaN
+        std::vector<uint8_t> va(ph.size(), 7), seen(ph.size(), 0);
+        std::atomic<int64_t> early{0};
+        rd.read_phase(w, ph.data(), va.data(), stride, {}, [&](int, int64_t r, int64_t c, int64_t k) {
+            for (int64_t j = 0; j < k; ++j) {
+                const size_t i = static_cast<size_t>(r * stride + c + j);
+                ++seen[i];
+                if (va[i] > 1 || std::isnan(ph[i])) ++early;
+            }
+        });
+        EXPECT_EQ(early.load(), 0) << "a piece reported before its values were in place";
+        int64_t once = 0;
+        for (int64_t r = 0; r < w.rows; ++r)
+            for (int64_t c = 0; c < w.cols; ++c) once += seen[static_cast<size_t>(r * stride + c)] == 1;
+        EXPECT_EQ(once, w.size());
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), 0), static_cast<std::ptrdiff_t>(ph.size() - static_cast<size_t>(w.size())));
+    }
 }
 
 TEST_F(RasterIoTest, NaNNodataAndNoNodata) {
