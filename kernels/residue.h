@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernels/cut_numerics.h"  // ground_choice, GroundSide: shared with the device
+#include "kernels/vector_memory.h"
 
 namespace tessera {
 
@@ -14,6 +15,10 @@ struct Residue {
     int32_t r = 0, c = 0;
     int32_t sign = 0;  // +1 or -1
 };
+
+// A region's residues as its Region finds them: written whole on the host's threads, with no
+// serial zeroing first (kernels/vector_memory.h: 300 MB at 12.5 M residues).
+using ResidueList = UntouchedVector<Residue>;
 
 inline constexpr int64_t kMaxCharge = 256;  // |q| <= 4 * 64 for |phase| <= 64 pi
 inline constexpr int64_t kGroundId = std::numeric_limits<int64_t>::max();

@@ -65,20 +65,62 @@ struct KeptInput {
 // union-find and border states) read and mark the inputs only, pass 3 writes labels and cycles.
 enum class ChunkUse { inputs, all };
 
+// Pass 3's labels and cycles for one chunk at a time, as large as the largest chunk's buffer.
+struct ResultArrays {
+    HostBuffer<uint32_t> label;
+    HostBuffer<int32_t> cycles;
+    std::shared_ptr<void> label_locked, cycles_locked;  // Region::lock_host's (released before the arrays)
+};
+
+// Pass 3's ResultArrays handed from chunk to chunk (section 5.1): fresh ones were faulted in, zeroed
+// by the kernel and page-locked again for every chunk. Thread-safe (loads ahead, writes behind);
+// it must outlive every ChunkArrays that holds a set of it.
+class ResultPool {
+public:
+    ResultPool(size_t pixels, bool with_cycles) : pixels_(pixels), with_cycles_(with_cycles) {}
+    std::unique_ptr<ResultArrays> take() {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (!free_.empty()) {
+                std::unique_ptr<ResultArrays> r = std::move(free_.back());
+                free_.pop_back();
+                return r;
+            }
+        }
+        return std::make_unique<ResultArrays>(
+            ResultArrays{HostBuffer<uint32_t>(pixels_), HostBuffer<int32_t>(with_cycles_ ? pixels_ : 0), {}, {}});
+    }
+    void give(std::unique_ptr<ResultArrays> r) {
+        std::lock_guard<std::mutex> lock(mu_);
+        free_.push_back(std::move(r));
+    }
+
+private:
+    size_t pixels_;
+    bool with_cycles_;
+    std::mutex mu_;
+    std::vector<std::unique_ptr<ResultArrays>> free_;
+};
+
 // One chunk's host arrays over its buffer window (first touched on the host's threads), the
-// phase and flags taken over from a KeptInput when one is given; without labels and cycles
-// (null in `a`) for ChunkUse::inputs.
+// phase and flags taken over from a KeptInput when one is given; labels and cycles a set of
+// `results`' for ChunkUse::all (given back with the arrays), none (null in `a`) for ChunkUse::inputs.
 struct ChunkArrays {
     HostBuffer<float> phase;
     HostBuffer<uint8_t> flags;
-    HostBuffer<uint32_t> label;
-    HostBuffer<int32_t> cycles;
+    std::unique_ptr<ResultArrays> results;
+    ResultPool* pool = nullptr;
     std::shared_ptr<void> phase_locked, flags_locked;  // KeptInput's (released before the arrays)
     RegionArrays a;
 
-    ChunkArrays(const TileGrid& tiles, const Window& own, bool with_cycles, std::unique_ptr<KeptInput> kept = {},
+    ChunkArrays(const TileGrid& tiles, const Window& own, ResultPool& results, std::unique_ptr<KeptInput> kept = {},
                 ChunkUse use = ChunkUse::all)
-        : ChunkArrays(buffer(tiles, own), tiles, use == ChunkUse::all && with_cycles, std::move(kept), use) {}
+        : ChunkArrays(buffer(tiles, own), tiles, use == ChunkUse::all ? &results : nullptr, std::move(kept)) {}
+    ~ChunkArrays() {
+        if (pool && results) pool->give(std::move(results));
+    }
+    ChunkArrays(const ChunkArrays&) = delete;
+    ChunkArrays& operator=(const ChunkArrays&) = delete;
     // The phase and flags handed on (pass 1 keeping them); this chunk's arrays are done with.
     std::unique_ptr<KeptInput> take_inputs() {
         return std::make_unique<KeptInput>(
@@ -90,24 +132,35 @@ struct ChunkArrays {
         if (!phase_locked) phase_locked = Region::lock_host(phase.data(), phase.size() * sizeof(float));
         if (!flags_locked) flags_locked = Region::lock_host(flags.data(), flags.size());
     }
+    // The same for the labels and cycles: once for each set of the pool.
+    template <class Region>
+    void lock_results() {
+        if (!results) return;
+        ResultArrays& r = *results;
+        if (!r.label_locked) r.label_locked = Region::lock_host(r.label.data(), r.label.size() * sizeof(uint32_t));
+        if (!r.cycles_locked && r.cycles.size())
+            r.cycles_locked = Region::lock_host(r.cycles.data(), r.cycles.size() * sizeof(int32_t));
+    }
 
-private:
+    // A chunk's buffer window: its own rows and columns and the next ones where the image goes on.
     static Window buffer(const TileGrid& tiles, const Window& own) {
         const int64_t r1 = own.row0 + own.rows, c1 = own.col0 + own.cols;
         return {own.row0, own.col0, own.rows + (r1 < tiles.H ? 1 : 0), own.cols + (c1 < tiles.W ? 1 : 0)};
     }
-    ChunkArrays(const Window& buf, const TileGrid& tiles, bool with_cycles, std::unique_ptr<KeptInput> kept,
-                ChunkUse use)
+private:
+    ChunkArrays(const Window& buf, const TileGrid& tiles, ResultPool* results_from, std::unique_ptr<KeptInput> kept)
         : phase(kept ? std::move(kept->phase) : HostBuffer<float>(static_cast<size_t>(buf.size()))),
           flags(kept ? std::move(kept->flags) : HostBuffer<uint8_t>(static_cast<size_t>(buf.size()))),
-          label(use == ChunkUse::all ? static_cast<size_t>(buf.size()) : 0),
-          cycles(with_cycles ? static_cast<size_t>(buf.size()) : 0),
+          results(results_from ? results_from->take() : nullptr),
+          pool(results_from),
           phase_locked(kept ? std::move(kept->phase_locked) : nullptr),
           flags_locked(kept ? std::move(kept->flags_locked) : nullptr),
-          a{tiles.H, tiles.W, buf, phase.data(), flags.data(), use == ChunkUse::all ? label.data() : nullptr,
-            with_cycles ? cycles.data() : nullptr} {
+          a{tiles.H, tiles.W, buf, phase.data(), flags.data(), results ? results->label.data() : nullptr,
+            results && results->cycles.size() ? results->cycles.data() : nullptr} {
         TESSERA_INVARIANT(phase.size() == static_cast<size_t>(buf.size()) && flags.size() == phase.size(),
                           "kept input of another chunk");
+        TESSERA_INVARIANT(!results || results->label.size() >= static_cast<size_t>(buf.size()),
+                          "a result set smaller than a chunk");
     }
 };
 
@@ -222,10 +275,12 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     const ChunkFill& fill = run.fill;
     const ChunkSink& sink = run.sink;
     const auto& stage = run.stage;
+    size_t largest = 0;
+    for (const Window& cw : chunks) largest = std::max(largest, static_cast<size_t>(chunked::ChunkArrays::buffer(tiles, cw).size()));
+    chunked::ResultPool results(largest, with_cycles);  // before anything that holds a chunk's arrays
     auto arrays = [&](int64_t i, std::unique_ptr<chunked::KeptInput> kept = {},
                       chunked::ChunkUse use = chunked::ChunkUse::all) {
-        return std::make_unique<chunked::ChunkArrays>(tiles, chunks[static_cast<size_t>(i)], with_cycles, std::move(kept),
-                                                      use);
+        return std::make_unique<chunked::ChunkArrays>(tiles, chunks[static_cast<size_t>(i)], results, std::move(kept), use);
     };
     // Plan::inputs_kept (section 5.1): pass 1 keeps each chunk's inputs as filled (its arrays,
     // once worked on); pass 2 works on them and keeps them again, pass 3 takes them over (after
@@ -300,7 +355,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     LakeHalo halo;
     pass([&](int64_t i, Region& region, const RegionArrays& a) {
             const Window& cw = chunks[static_cast<size_t>(i)];
-            std::vector<Residue> r = region.find_residues();
+            const ResidueList r = region.find_residues();
             res.insert(res.end(), r.begin(), r.end());
             runs.append_rows(a.flags + a.index(cw.row0, own.col0), a.buf.cols, cw.rows, own.col0, own.cols);
             if (c1 < W)
@@ -489,6 +544,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         each_chunk(ahead_for(3), load, [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
             {
                 Lap made;
+                ca->template lock_results<Region>();
                 Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
                 regions_ms += made.next_ms();
                 region.place_cuts(cuts);
@@ -523,6 +579,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                     return run.chunk_done(3, i + 1, n_chunks);
                 }
                 {
+                    r.ca->template lock_results<Region>();
                     Region region(r.ca->a, chunks[static_cast<size_t>(i)], tiles);
                     region.restore_union_find(std::move(r.uf));
                     apply_chunk(i, region);

@@ -25,7 +25,7 @@ namespace tessera {
 template <class Region>
 MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, int64_t radius, bool far,
                               std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
-    std::vector<Residue> res = region.find_residues();
+    ResidueList res = region.find_residues();
     stage("residues");
     MatchStats ms;
     std::vector<Cut> cuts;
@@ -37,7 +37,7 @@ MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, 
     stage("matching");
     region.place_cuts(cuts);
     stage("rasterise");
-    if (residues_out) *residues_out = std::move(res);
+    if (residues_out) residues_out->assign(res.begin(), res.end());
     return ms;
 }
 

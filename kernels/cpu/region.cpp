@@ -17,13 +17,19 @@ Region::Region(const RegionArrays& a, const Window& own, const TileGrid& grid) :
     for (size_t i = 0; i < tiles_.size(); ++i) node_off_[i + 1] = node_off_[i] + grid.window(tiles_[i]).size();
 }
 
-std::vector<Residue> Region::find_residues() {
+ResidueList Region::find_residues() {
     const int64_t T = static_cast<int64_t>(tiles_.size());
     std::vector<std::vector<Residue>> per_tile(tiles_.size());
 #pragma omp parallel for schedule(dynamic)
     for (int64_t i = 0; i < T; ++i) cpu::find_residues(a_, grid_.window(tiles_[i]), per_tile[i]);
-    std::vector<Residue> res;
-    for (auto& v : per_tile) res.insert(res.end(), v.begin(), v.end());
+    std::vector<size_t> at(per_tile.size() + 1, 0);
+    for (size_t i = 0; i < per_tile.size(); ++i) at[i + 1] = at[i] + per_tile[i].size();
+    ResidueList res(at.back());  // each tile's residues copied in on the threads
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t i = 0; i < T; ++i) {
+        std::copy(per_tile[static_cast<size_t>(i)].begin(), per_tile[static_cast<size_t>(i)].end(), res.begin() + static_cast<std::ptrdiff_t>(at[static_cast<size_t>(i)]));
+        release(per_tile[static_cast<size_t>(i)]);
+    }
     std::sort(res.begin(), res.end(), [](const Residue& x, const Residue& y) { return x.id < y.id; });
     return res;
 }

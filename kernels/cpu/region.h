@@ -20,7 +20,7 @@ public:
     // `own` is a union of whole tiles of `grid`; `a` covers it plus the halo.
     Region(const RegionArrays& a, const Window& own, const TileGrid& grid);
 
-    std::vector<Residue> find_residues();            // the own window's plaquettes, sorted by id
+    ResidueList find_residues();            // the own window's plaquettes, sorted by id
     const RegionArrays& host_arrays() const { return a_; }  // phase and flags as filled (lakes read them)
     void place_cuts(std::span<const Cut> cuts);      // blocks invalid edges, rasterises the cuts
     RegionComponents union_find();                   // per-tile union-find + cross-tile constraints

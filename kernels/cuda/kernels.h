@@ -71,10 +71,9 @@ struct DeviceRootRecord {
 // appended in raster order (so ids ascend). The plaquette index is
 // (r - own.row0) * pc + (c - own.col0) with pc = min(own.col0 + own.cols, W - 1) - own.col0.
 // `scratch` holds at least own.size() 64-bit words (the union-find nodes are reused).
-// compact_charges: those charges as PlaquetteCharge words in `scratch`; returns their number.
+// compact_charges: those charges as PlaquetteCharge words in `scratch`, in s's order; returns
+// their number (region_records.h download_charges brings them to the host).
 int64_t compact_charges(const DeviceArrays& a, const Window& own, uint64_t* scratch, cudaStream_t s);
-void find_residues(const DeviceArrays& a, const Window& own, uint64_t* scratch, std::vector<PlaquetteCharge>& out,
-                   cudaStream_t s);
 
 // Blocks the edges owned by `own` that touch an unreliable pixel (kInvalid or kLowCoherence:
 // not integrated through) and the non-existent edges past

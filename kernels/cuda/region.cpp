@@ -229,11 +229,9 @@ Region::DeviceResult Region::device_result() const {
     return {m.d.phase + base, m.label.get(), m.label_bytes, m.a.buf.cols, m.own.cols, m.s};
 }
 
-std::vector<Residue> Region::find_residues() {
+ResidueList Region::find_residues() {
     Impl& m = *impl_;
-    std::vector<PlaquetteCharge> charges;
-    cuda::find_residues(m.d, m.own, m.nodes.get(), charges, m.s);
-    return residues_of(charges, m.own, m.a.W);
+    return residues_of(download_charges(m.nodes.get(), compact_charges(m.d, m.own, m.nodes.get(), m.s), m.s), m.own, m.a.W);
 }
 
 void Region::place_cuts(std::span<const Cut> cuts) {

@@ -71,7 +71,7 @@ public:
     Region(const Region&) = delete;
     Region& operator=(const Region&) = delete;
 
-    std::vector<Residue> find_residues();            // the own window's plaquettes, sorted by id
+    ResidueList find_residues();            // the own window's plaquettes, sorted by id
     const RegionArrays& host_arrays() const;        // the host arrays as filled (lakes read the flags)
     void place_cuts(std::span<const Cut> cuts);      // blocks unreliable edges, rasterises the cuts
     RegionComponents union_find();                   // one union-find over own; no constraints

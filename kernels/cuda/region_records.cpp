@@ -8,22 +8,43 @@
 
 namespace tessera::cuda {
 
-std::vector<Residue> residues_of(const std::vector<PlaquetteCharge>& charges, const Window& own, int64_t W) {
+UntouchedVector<PlaquetteCharge> download_charges(const uint64_t* words, int64_t n, cudaStream_t s) {
+    UntouchedVector<PlaquetteCharge> out(static_cast<size_t>(n));  // a fresh mapping: faulted in by the copy
+    if (n > 0) {
+        check(cudaMemcpyAsync(out.data(), words, static_cast<size_t>(n) * sizeof(PlaquetteCharge), cudaMemcpyDeviceToHost, s),
+              "find_residues (download)");
+        check(cudaStreamSynchronize(s), "find_residues (sync)");
+    }
+    return out;
+}
+
+ResidueList residues_of(std::span<const PlaquetteCharge> charges, const Window& own, int64_t W) {
     const int64_t pc = std::min(own.col0 + own.cols, W - 1) - own.col0;
     const int64_t m = static_cast<int64_t>(charges.size());
-    // Each plaquette's first residue (a prefix sum of |q|), then the residues on threads.
-    std::vector<int64_t> at(charges.size() + 1, 0);
-    for (int64_t i = 0; i < m; ++i) at[static_cast<size_t>(i) + 1] = at[static_cast<size_t>(i)] + std::abs(charges[static_cast<size_t>(i)].q);
-    std::vector<Residue> res(static_cast<size_t>(at.back()));
+    // Blocks of plaquettes: each block's count of residues (|q|) on threads, their starts in
+    // turn, then each block's residues from its start on threads.
+    constexpr int64_t kBlock = int64_t{1} << 16;
+    const int64_t blocks = (m + kBlock - 1) / kBlock;
+    std::vector<int64_t> start(static_cast<size_t>(blocks) + 1, 0);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+    for (int64_t b = 0; b < blocks; ++b) {
+        int64_t n = 0;
+        for (int64_t i = b * kBlock; i < std::min(m, (b + 1) * kBlock); ++i) n += std::abs(charges[static_cast<size_t>(i)].q);
+        start[static_cast<size_t>(b) + 1] = n;
+    }
+    for (int64_t b = 0; b < blocks; ++b) start[static_cast<size_t>(b) + 1] += start[static_cast<size_t>(b)];
+    ResidueList res(static_cast<size_t>(start.back()));  // written whole below
     // Raster order of plaquettes, then the sub-index: ascending ids, as the CPU's sort gives.
-#pragma omp parallel for schedule(static) if (m >= 65536)
-    for (int64_t i = 0; i < m; ++i) {
-        const PlaquetteCharge& q = charges[static_cast<size_t>(i)];
-        const int64_t r = own.row0 + q.index / pc, c = own.col0 + q.index % pc;
-        const int32_t n = std::abs(q.q), sign = q.q > 0 ? 1 : -1;
-        for (int32_t sub = 0; sub < n; ++sub)
-            res[static_cast<size_t>(at[static_cast<size_t>(i)] + sub)] = {residue_id(r, c, W, sub), static_cast<int32_t>(r),
-                                                                          static_cast<int32_t>(c), sign};
+#pragma omp parallel for schedule(static) if (blocks > 1)
+    for (int64_t b = 0; b < blocks; ++b) {
+        size_t at = static_cast<size_t>(start[static_cast<size_t>(b)]);
+        for (int64_t i = b * kBlock; i < std::min(m, (b + 1) * kBlock); ++i) {
+            const PlaquetteCharge& q = charges[static_cast<size_t>(i)];
+            const int64_t r = own.row0 + q.index / pc, c = own.col0 + q.index % pc;
+            const int32_t n = std::abs(q.q), sign = q.q > 0 ? 1 : -1;
+            for (int32_t sub = 0; sub < n; ++sub)
+                res[at++] = {residue_id(r, c, W, sub), static_cast<int32_t>(r), static_cast<int32_t>(c), sign};
+        }
     }
     return res;
 }

@@ -26,9 +26,11 @@ inline int64_t global_of_local(int64_t l, const Window& own, int64_t W) {
     return (own.row0 + l / own.cols) * W + own.col0 + l % own.cols;
 }
 
-// The residues of the plaquette charges find_residues found over own (W: the image's width),
+// The n charges compact_charges left in `words` on the device, on the host (s synchronised).
+UntouchedVector<PlaquetteCharge> download_charges(const uint64_t* words, int64_t n, cudaStream_t s);
+// The residues of the plaquette charges compact_charges found over own (W: the image's width),
 // one per unit of charge, sorted by id as the CPU's sort gives them.
-std::vector<Residue> residues_of(const std::vector<PlaquetteCharge>& charges, const Window& own, int64_t W);
+ResidueList residues_of(std::span<const PlaquetteCharge> charges, const Window& own, int64_t W);
 
 // Rasterises the host's cuts into d's cut bits over own (after block_invalid_edges), in s's
 // order; synchronises s.

@@ -65,18 +65,6 @@ int64_t compact_charges(const DeviceArrays& a, const Window& own, uint64_t* scra
     return num;
 }
 
-void find_residues(const DeviceArrays& a, const Window& own, uint64_t* scratch, std::vector<PlaquetteCharge>& out,
-                   cudaStream_t s) {
-    const int64_t num = compact_charges(a, own, scratch, s);
-    const size_t base = out.size();
-    out.resize(base + static_cast<size_t>(num));
-    if (num > 0) {
-        check(cudaMemcpyAsync(out.data() + base, scratch, static_cast<size_t>(num) * sizeof(uint64_t),
-                              cudaMemcpyDeviceToHost, s),
-              "find_residues (download)");
-        check(cudaStreamSynchronize(s), "find_residues (sync)");
-    }
-}
 
 
 }  // namespace tessera::cuda

@@ -161,7 +161,7 @@ std::vector<Cut> image_cuts(const Image& im, int64_t tile, int64_t* n_residues =
     Arrays x = make_arrays(im, Window{0, 0, im.H, im.W});
     const TileGrid tg(im.H, im.W, tile);
     cpu::Region region(x.a, Window{0, 0, im.H, im.W}, tg);
-    const std::vector<Residue> res = region.find_residues();
+    const auto res = region.find_residues();
     if (n_residues) *n_residues = static_cast<int64_t>(res.size());
     RankGrid grid;
     grid.tiles = tg;
@@ -194,7 +194,8 @@ void compare_stages(const StageCase& sc) {
     cuda::Region gr(xg.a, own, grid);
 
     // 1. Residues: identical lists (ids, plaquettes, signs), sorted by id.
-    const std::vector<Residue> rc = cr.find_residues(), rg = gr.find_residues();
+    const auto rc = cr.find_residues();
+    const auto rg = gr.find_residues();
     ASSERT_EQ(rc.size(), rg.size());
     for (size_t i = 0; i < rc.size(); ++i) {
         ASSERT_EQ(rc[i].id, rg[i].id) << "residue " << i;
@@ -360,7 +361,7 @@ TEST(CudaRegion, MultiChargeResiduesExpandLikeTheCpu) {
         if (HasFatalFailure()) return;
         Arrays x = make_arrays(im, Window{0, 0, 2, 2});
         cuda::Region gr(x.a, Window{0, 0, 2, 2}, TileGrid(2, 2, 64));
-        const std::vector<Residue> res = gr.find_residues();
+        const auto res = gr.find_residues();
         ASSERT_EQ(res.size(), static_cast<size_t>(std::abs(q)));
         for (size_t s = 0; s < res.size(); ++s) {
             EXPECT_EQ(res[s].id, residue_id(0, 0, 2, static_cast<int64_t>(s)));
@@ -906,7 +907,7 @@ TEST(CudaRegion, DeviceMemoryWithinBudgetAndTimings) {
         cuda::Region region(a, Window{0, 0, H, W}, tg);
         lap("upload");
         used("upload");
-        const std::vector<Residue> res = region.find_residues();
+        const auto res = region.find_residues();
         lap("residues");
         used("residues");
         MatchStats ms;

@@ -25,7 +25,7 @@ inline std::vector<ClusterResidue> scene_cluster_residues(const SynthScene& s, i
     const TileGrid tiles(in.H, in.W, tile);
     const RankGrid grid = make_rank_grid(tiles, 1, "", "scene");
     cpu::Region region(a, all, tiles);
-    const std::vector<Residue> res = region.find_residues();
+    const auto res = region.find_residues();
     Comm comm = Comm::alone();
     const GlobalLakes lakes(region.host_arrays(), grid, comm);
     const LakeView view = lake_view(lakes);
