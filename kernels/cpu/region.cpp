@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "kernels/cpu/kernels.h"
+#include "kernels/invariant.h"
 #include "kernels/label_width.h"
 #include "kernels/union_find.h"
 #include "kernels/vector_memory.h"
@@ -22,15 +23,44 @@ ResidueList Region::find_residues() {
     std::vector<std::vector<Residue>> per_tile(tiles_.size());
 #pragma omp parallel for schedule(dynamic)
     for (int64_t i = 0; i < T; ++i) cpu::find_residues(a_, grid_.window(tiles_[i]), per_tile[i]);
-    std::vector<size_t> at(per_tile.size() + 1, 0);
-    for (size_t i = 0; i < per_tile.size(); ++i) at[i + 1] = at[i] + per_tile[i].size();
-    ResidueList res(at.back());  // each tile's residues copied in on the threads
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t i = 0; i < T; ++i) {
-        std::copy(per_tile[static_cast<size_t>(i)].begin(), per_tile[static_cast<size_t>(i)].end(), res.begin() + static_cast<std::ptrdiff_t>(at[static_cast<size_t>(i)]));
-        release(per_tile[static_cast<size_t>(i)]);
+    // Each tile's list is in raster order (ascending ids); the tiles of one band of tile rows
+    // share its rows, so the band's residues in id order are its rows in turn, each row the
+    // tiles' pieces of it from left to right: bands on threads, no sort.
+    std::vector<size_t> order(tiles_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+        const Window wx = grid_.window(tiles_[x]), wy = grid_.window(tiles_[y]);
+        return wx.row0 != wy.row0 ? wx.row0 < wy.row0 : wx.col0 < wy.col0;
+    });
+    std::vector<size_t> band_at;  // each band's first entry of `order`, and the end
+    for (size_t k = 0; k < order.size(); ++k)
+        if (k == 0 || grid_.window(tiles_[order[k]]).row0 != grid_.window(tiles_[order[k - 1]]).row0) band_at.push_back(k);
+    band_at.push_back(order.size());
+    const int64_t bands = static_cast<int64_t>(band_at.size()) - 1;
+    std::vector<size_t> out_at(band_at.size(), 0);
+    for (int64_t b = 0; b < bands; ++b) {
+        size_t n = 0;
+        for (size_t k = band_at[static_cast<size_t>(b)]; k < band_at[static_cast<size_t>(b) + 1]; ++k) n += per_tile[order[k]].size();
+        out_at[static_cast<size_t>(b) + 1] = out_at[static_cast<size_t>(b)] + n;
     }
-    std::sort(res.begin(), res.end(), [](const Residue& x, const Residue& y) { return x.id < y.id; });
+    ResidueList res(out_at.back());  // written whole below
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t b = 0; b < bands; ++b) {
+        const size_t k0 = band_at[static_cast<size_t>(b)], k1 = band_at[static_cast<size_t>(b) + 1];
+        const Window band = grid_.window(tiles_[order[k0]]);
+        std::vector<size_t> next(k1 - k0, 0);  // each tile's first residue not yet placed
+        size_t at = out_at[static_cast<size_t>(b)];
+        for (int64_t r = band.row0; r < band.row0 + band.rows; ++r)
+            for (size_t k = k0; k < k1; ++k) {
+                const std::vector<Residue>& list = per_tile[order[k]];
+                size_t& i = next[k - k0];
+                while (i < list.size() && list[i].r == r) res[at++] = list[i++];
+            }
+        for (size_t k = k0; k < k1; ++k) {
+            TESSERA_INVARIANT(next[k - k0] == per_tile[order[k]].size(), "a tile's residue outside its rows");
+            release(per_tile[order[k]]);
+        }
+    }
     return res;
 }
 
