@@ -557,26 +557,37 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
     }, done);
 }
 
-void RasterReader::read_float(const Window& w, float* out, int64_t stride) const {
-    check_window(path_, info_, w, stride);
+namespace {
+
+// read_float and read_mask: window w into out (row stride `stride`) in pieces on the threads,
+// rows(band, pw, r0, nr, out, stride) reading each.
+template <class T, class Rows>
+void store_rows(const std::string& path, const RasterInfo& info, DatasetPool& again, int band_no, GDALRasterBand* band0,
+                const Window& w, int block_rows, int block_cols, T* out, int64_t stride, Rows&& rows) {
+    check_window(path, info, w, stride);
     if (w.rows == 0 || w.cols == 0) return;
-    const Impl& im = *impl_;
-    for_each_strip(path_, im.again, band_, im.band, w, strip_rows(w.cols, im.block_rows), im.block_cols,
+    for_each_strip(path, again, band_no, band0, w, strip_rows(w.cols, block_rows), block_cols,
                    [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
-        im.float_rows(band, path_, pw, w.row0 + r0, nr, out + r0 * stride + c0, stride,
-                      [](int64_t, int64_t, const float*, int64_t) {});
+        rows(band, pw, w.row0 + r0, nr, out + r0 * stride + c0, stride);
     }, {});
 }
 
-void RasterReader::read_mask(const Window& w, uint8_t* out, int64_t stride) const {
-    check_window(path_, info_, w, stride);
-    if (w.rows == 0 || w.cols == 0) return;
+}  // namespace
+
+void RasterReader::read_float(const Window& w, float* out, int64_t stride) const {
     const Impl& im = *impl_;
-    for_each_strip(path_, im.again, band_, im.band, w, strip_rows(w.cols, im.block_rows), im.block_cols,
-                   [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
-        im.mask_rows(band, path_, pw, w.row0 + r0, nr, out + r0 * stride + c0, stride,
-                     [](int64_t, int64_t, const uint8_t*, int64_t) {});
-    }, {});
+    store_rows(path_, info_, im.again, band_, im.band, w, im.block_rows, im.block_cols, out, stride,
+               [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, float* o, int64_t st) {
+                   im.float_rows(band, path_, pw, r0, nr, o, st, [](int64_t, int64_t, const float*, int64_t) {});
+               });
+}
+
+void RasterReader::read_mask(const Window& w, uint8_t* out, int64_t stride) const {
+    const Impl& im = *impl_;
+    store_rows(path_, info_, im.again, band_, im.band, w, im.block_rows, im.block_cols, out, stride,
+               [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, uint8_t* o, int64_t st) {
+                   im.mask_rows(band, path_, pw, r0, nr, o, st, [](int64_t, int64_t, const uint8_t*, int64_t) {});
+               });
 }
 
 namespace {
