@@ -23,42 +23,37 @@ ResidueList Region::find_residues() {
     std::vector<std::vector<Residue>> per_tile(tiles_.size());
 #pragma omp parallel for schedule(dynamic)
     for (int64_t i = 0; i < T; ++i) cpu::find_residues(a_, grid_.window(tiles_[i]), per_tile[i]);
-    // Each tile's list is in raster order (ascending ids); the tiles of one band of tile rows
-    // share its rows, so the band's residues in id order are its rows in turn, each row the
-    // tiles' pieces of it from left to right: bands on threads, no sort.
-    std::vector<size_t> order(tiles_.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-        const Window wx = grid_.window(tiles_[x]), wy = grid_.window(tiles_[y]);
-        return wx.row0 != wy.row0 ? wx.row0 < wy.row0 : wx.col0 < wy.col0;
-    });
-    std::vector<size_t> band_at;  // each band's first entry of `order`, and the end
-    for (size_t k = 0; k < order.size(); ++k)
-        if (k == 0 || grid_.window(tiles_[order[k]]).row0 != grid_.window(tiles_[order[k - 1]]).row0) band_at.push_back(k);
-    band_at.push_back(order.size());
+    // Each tile's list is in raster order (ascending ids), and tiles_ is in raster order of tiles
+    // (the constructor): the tiles of one band of tile rows are consecutive and share its rows, so
+    // the band's residues in id order are its rows in turn, each row the tiles' pieces of it from
+    // left to right: bands on threads, no sort.
+    std::vector<size_t> band_at;  // each band's first tile, and the end
+    for (size_t k = 0; k < tiles_.size(); ++k)
+        if (k == 0 || grid_.window(tiles_[k]).row0 != grid_.window(tiles_[k - 1]).row0) band_at.push_back(k);
+    band_at.push_back(tiles_.size());
     const int64_t bands = static_cast<int64_t>(band_at.size()) - 1;
     std::vector<size_t> out_at(band_at.size(), 0);
     for (int64_t b = 0; b < bands; ++b) {
         size_t n = 0;
-        for (size_t k = band_at[static_cast<size_t>(b)]; k < band_at[static_cast<size_t>(b) + 1]; ++k) n += per_tile[order[k]].size();
+        for (size_t k = band_at[static_cast<size_t>(b)]; k < band_at[static_cast<size_t>(b) + 1]; ++k) n += per_tile[k].size();
         out_at[static_cast<size_t>(b) + 1] = out_at[static_cast<size_t>(b)] + n;
     }
     ResidueList res(out_at.back());  // written whole below
 #pragma omp parallel for schedule(dynamic)
     for (int64_t b = 0; b < bands; ++b) {
         const size_t k0 = band_at[static_cast<size_t>(b)], k1 = band_at[static_cast<size_t>(b) + 1];
-        const Window band = grid_.window(tiles_[order[k0]]);
+        const Window band = grid_.window(tiles_[k0]);
         std::vector<size_t> next(k1 - k0, 0);  // each tile's first residue not yet placed
         size_t at = out_at[static_cast<size_t>(b)];
         for (int64_t r = band.row0; r < band.row0 + band.rows; ++r)
             for (size_t k = k0; k < k1; ++k) {
-                const std::vector<Residue>& list = per_tile[order[k]];
+                const std::vector<Residue>& list = per_tile[k];
                 size_t& i = next[k - k0];
                 while (i < list.size() && list[i].r == r) res[at++] = list[i++];
             }
         for (size_t k = k0; k < k1; ++k) {
-            TESSERA_INVARIANT(next[k - k0] == per_tile[order[k]].size(), "a tile's residue outside its rows");
-            release(per_tile[order[k]]);
+            TESSERA_INVARIANT(next[k - k0] == per_tile[k].size(), "a tile's residue outside its rows");
+            release(per_tile[k]);
         }
     }
     return res;
