@@ -1,5 +1,6 @@
 // Residues and branch cuts as plain records (ARCHITECTURE.md sections 2 and 3).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -60,6 +61,24 @@ inline Cut make_pair_cut(const Residue& a, const Residue& b) {
 
 inline Cut make_ground_cut(const Residue& a, int64_t H, int64_t W) {
     return {a.id, kGroundId, a.r, a.c, a.r, a.c, ground_choice(a.r, a.c, H, W).side};
+}
+
+// The pixel rows [r0, r1] and columns [c0, c1] whose edges a cut may block (section 3.5): a pair's
+// path stays in its plaquettes' bounding box, a ground cut runs on to its side.
+struct CutBox {
+    int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+};
+
+inline CutBox cut_box(const Cut& c, int64_t H, int64_t W) {
+    CutBox b{std::min(c.ra, c.rb), std::max(c.ra, c.rb) + int64_t{1}, std::min(c.ca, c.cb), std::max(c.ca, c.cb) + int64_t{1}};
+    switch (c.side) {
+        case kTop: b.r0 = 0; break;
+        case kBottom: b.r1 = H - 1; break;
+        case kLeft: b.c0 = 0; break;
+        case kRight: b.c1 = W - 1; break;
+        case kNotGround: break;
+    }
+    return b;
 }
 
 // Cuts in (id_a, id_b) order: how a rank's list is kept.

@@ -33,6 +33,7 @@
 #include "partition/lake_exchange.h"
 #include "partition/matching.h"
 #include "partition/rank_grid.h"
+#include "pipeline/chunk_cuts.h"
 #include "pipeline/chunk_run.h"
 #include "pipeline/correct_cycles.h"
 #include "kernels/host_buffer.h"
@@ -376,6 +377,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     }
     if (run.residues_out) *run.residues_out = std::move(res);
     release(res);
+    ChunkCuts chunk_cuts(cuts, chunks, H, W);  // each chunk's Region takes only the cuts that reach its rows
     st.residues = ms.residues, st.pairs = ms.pairs, st.ground_cuts = ms.ground_cuts;
     st.lake_joins = ms.lake_joins, st.lake_steps = ms.lake_steps, st.shared = ms.shared;
     stage("matching");
@@ -393,7 +395,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     std::map<int64_t, std::vector<chunked::RowState>> edge_rows;
     pass([&](int64_t i, Region& region, const RegionArrays& a) {
             const Window& cw = chunks[static_cast<size_t>(i)];
-            region.place_cuts(cuts);
+            region.place_cuts(chunk_cuts.of(static_cast<size_t>(i)));
             RegionComponents c = region.union_find();
             comps.records.insert(comps.records.end(), c.records.begin(), c.records.end());
             comps.constraints.insert(comps.constraints.end(), c.constraints.begin(), c.constraints.end());
@@ -547,7 +549,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                 ca->template lock_results<Region>();
                 Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
                 regions_ms += made.next_ms();
-                region.place_cuts(cuts);
+                region.place_cuts(chunk_cuts.of(static_cast<size_t>(i)));
                 (void)region.union_find();
                 apply_chunk(i, region);
             }

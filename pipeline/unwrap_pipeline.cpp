@@ -602,11 +602,13 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                      },
                      opt.save_residues ? &res : nullptr};
         // GDAL reading through the HDF5 library must not run beside the result's HDF5 writes.
-        // TESSERA_READ_AHEAD=0: each chunk filled only when it is worked on; =1: in pass 1 too (A/B studies).
+        // TESSERA_READ_AHEAD=0: each chunk filled only when it is worked on; =1: in pass 1 too, =later:
+        // not in pass 1, whatever the backend's choice (A/B studies).
         run.scratch = scratch.get();
         run.keep_inputs = plan.inputs_kept;
         run.write_behind = plan.write_behind;
-        run.read_ahead_first_pass = switch_is("TESSERA_READ_AHEAD", "1");
+        run.read_ahead_first_pass = switch_is("TESSERA_READ_AHEAD", "1") ||
+                                    (ops.read_ahead_first_pass && !switch_is("TESSERA_READ_AHEAD", "later"));
         run.read_ahead = !switch_is("TESSERA_READ_AHEAD", "0") && !driver_uses_hdf5(info.driver) &&
                          (opt.coherence.empty() || !driver_uses_hdf5(RasterReader(opt.coherence, 1).info().driver)) &&
                          (opt.mask.empty() || !driver_uses_hdf5(RasterReader(opt.mask, 1).info().driver));

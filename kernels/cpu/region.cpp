@@ -66,16 +66,7 @@ void Region::place_cuts(std::span<const Cut> cuts) {
     const int64_t ntr = (own_.rows + grid_.tile - 1) / grid_.tile, ntc = (own_.cols + grid_.tile - 1) / grid_.tile;
     std::vector<std::vector<int32_t>> tile_cuts(tiles_.size());
     for (int32_t i = 0; i < static_cast<int32_t>(cuts.size()); ++i) {
-        const Cut& c = cuts[static_cast<size_t>(i)];
-        int64_t r0 = std::min(c.ra, c.rb), r1 = std::max(c.ra, c.rb) + 1;
-        int64_t c0 = std::min(c.ca, c.cb), c1 = std::max(c.ca, c.cb) + 1;
-        switch (c.side) {
-            case kTop: r0 = 0; break;
-            case kBottom: r1 = a_.H - 1; break;
-            case kLeft: c0 = 0; break;
-            case kRight: c1 = a_.W - 1; break;
-            case kNotGround: break;
-        }
+        const auto [r0, r1, c0, c1] = cut_box(cuts[static_cast<size_t>(i)], a_.H, a_.W);
         const int64_t a0 = std::max(r0 / grid_.tile, ti0), a1 = std::min(std::min(r1, a_.H - 1) / grid_.tile, ti0 + ntr - 1);
         const int64_t b0 = std::max(c0 / grid_.tile, tj0), b1 = std::min(std::min(c1, a_.W - 1) / grid_.tile, tj0 + ntc - 1);
         for (int64_t ti = a0; ti <= a1; ++ti)
