@@ -64,9 +64,8 @@ void copy_chunk_part(unsigned char* out, const Window& area, const unsigned char
 
 // [base, base + span) of the file mapped shared at an address equal to base modulo 2 MiB, advised
 // huge: the page cache then comes in folios of 2 MiB that the mapping can take whole. Through
-// 4 KiB pages populated a window at a time, the stores into a fresh window ran at a fifth of the
-// speed (a 134 MB window: 50 ms against 10 on this project's 2-core VM; 11 windows of the
-// H200 run's phase 1.14 s against 0.51 s in one), bench/results/mapped_windows.md.
+// 4 KiB pages populated a window at a time, the stores into a fresh window cost about 50 ms a window
+// more (the H200's 32768² phase in 11 windows: 1.15 s, advised huge 0.51 s), bench/results/mapped_windows.md.
 struct HugeMapping {
     static constexpr uint64_t kHuge = uint64_t{1} << 21;
     unsigned char* map = nullptr;  // the file's byte `base`
