@@ -1,6 +1,7 @@
 #include "pipeline/chunk_cuts.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace tessera {
 
@@ -13,22 +14,19 @@ ChunkCuts::ChunkCuts(std::span<const Cut> cuts, std::span<const Window> chunks, 
     auto chunk_of = [&](int64_t r) {  // the chunk holding row r, top <= r < end
         return static_cast<size_t>(std::upper_bound(row0.begin(), row0.end(), r) - row0.begin()) - 1;
     };
-    // Each cut's first and last chunk (first > last: none), then counted, then placed.
-    std::vector<std::pair<uint32_t, uint32_t>> reach(cuts.size());
-    for (size_t k = 0; k < cuts.size(); ++k) {
+    // Cut k's first and last chunk (first > last: none); counted, then placed.
+    auto reach = [&](size_t k) -> std::pair<size_t, size_t> {
         const CutBox b = cut_box(cuts[k], H, W);
-        if (b.r1 < top || b.r0 >= end) {
-            reach[k] = {1, 0};
-            continue;
-        }
-        reach[k] = {static_cast<uint32_t>(chunk_of(std::max(b.r0, top))), static_cast<uint32_t>(chunk_of(std::min(b.r1, end - 1)))};
-        for (uint32_t i = reach[k].first; i <= reach[k].second; ++i) ++start_[i + 1];
-    }
+        if (b.r1 < top || b.r0 >= end) return {1, 0};
+        return {chunk_of(std::max(b.r0, top)), chunk_of(std::min(b.r1, end - 1))};
+    };
+    for (size_t k = 0; k < cuts.size(); ++k)
+        for (auto [i, last] = reach(k); i <= last; ++i) ++start_[i + 1];
     for (size_t i = 0; i < chunks.size(); ++i) start_[i + 1] += start_[i];
     index_.resize(static_cast<size_t>(start_.back()));
     std::vector<int64_t> at(start_.begin(), start_.end() - 1);
     for (size_t k = 0; k < cuts.size(); ++k)
-        for (uint32_t i = reach[k].first; i <= reach[k].second; ++i) index_[static_cast<size_t>(at[i]++)] = static_cast<int64_t>(k);
+        for (auto [i, last] = reach(k); i <= last; ++i) index_[static_cast<size_t>(at[i]++)] = static_cast<int64_t>(k);
 }
 
 std::span<const Cut> ChunkCuts::of(size_t i) {
