@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <optional>
 #include <vector>
 
+#include "kernels/ab_switch.h"
+#include "kernels/lap.h"
 #include "kernels/vector_memory.h"
 
 namespace tessera {
@@ -110,13 +114,14 @@ public:
     RasterPhaseSource(const std::string& path, int band) : in_(path, band) {}
     const RasterInfo& info() const override { return in_.info(); }
     const std::string& name() const override { return in_.path(); }
-    InputRanges fill(const RegionArrays& a, const RowsReady& ready) const override {
+    InputRanges fill(const RegionArrays& a, const RowsReady& ready) const override { return *fill_pieces(a, ready, {}); }
+    std::optional<InputRanges> fill_pieces(const RegionArrays& a, const RowsReady& ready, const PieceLanded& landed) const override {
         // The validity bytes land in the flags, made flag bits piece by piece while in cache.
         ThreadRanges mine;
         in_.read_phase(a.buf, a.phase, a.flags, a.buf.cols, ready, [&](int t, int64_t r, int64_t c, int64_t n) {
             const int64_t p = r * a.buf.cols + c;
             fold_valid_row(a, p, a.flags + p, n, mine[t]);
-        });
+        }, landed);
         InputRanges rg;
         mine.merge_into(rg);
         return rg;
@@ -142,19 +147,40 @@ public:
 
     InputRanges fill(const RegionArrays& a, const RowsReady& ready) const override {
         const Window& w = a.buf;
-        // Rows are final only once the rasters are folded in.
-        InputRanges rg = base_->fill(a, mask_.empty() && coherence_.empty() ? ready : RowsReady{});
+        std::optional<RasterReader> mask, coherence;
+        if (!mask_.empty()) mask.emplace(mask_, mask_band_);
+        if (!coherence_.empty()) coherence.emplace(coherence_, coherence_band_);
         ThreadRanges mine;
-        if (!mask_.empty())
-            RasterReader(mask_, mask_band_).visit_mask(w, [&](int, int64_t r, int64_t c, const uint8_t* m, int64_t n) {
-                fold_mask_row(a, r * w.cols + c, m, n);
+        auto fold_mask = [&](int, int64_t r, int64_t c, const uint8_t* m, int64_t n) { fold_mask_row(a, r * w.cols + c, m, n); };
+        auto fold_coherence = [&](int t, int64_t r, int64_t c, const float* g, int64_t n) {
+            fold_coherence_row(a, r * w.cols + c, g, n, thr_, mine[t]);
+        };
+        // Each of the phase's pieces as it lands: the mask's and coherence's same pixels read and
+        // folded on that thread while the piece is in cache; its rows final after that.
+        static const bool apart = switch_is("TESSERA_READ_TOGETHER", "0");  // A/B studies
+        Lap lap;
+        std::optional<InputRanges> rg;
+        if (!apart)
+            rg = base_->fill_pieces(a, ready, [&](int t, const Window& p) {
+                const Window at{w.row0 + p.row0, w.col0 + p.col0, p.rows, p.cols};
+                if (mask) mask->visit_mask_here(at, t, [&](int, int64_t r, int64_t c, const uint8_t* m, int64_t n) {
+                    fold_mask(t, p.row0 + r, p.col0 + c, m, n);
+                });
+                if (coherence) coherence->visit_float_here(at, t, [&](int, int64_t r, int64_t c, const float* g, int64_t n) {
+                    fold_coherence(t, p.row0 + r, p.col0 + c, g, n);
+                });
             });
-        if (!coherence_.empty())
-            RasterReader(coherence_, coherence_band_).visit_float(w, [&](int t, int64_t r, int64_t c, const float* g, int64_t n) {
-                fold_coherence_row(a, r * w.cols + c, g, n, thr_, mine[t]);
-            });
-        mine.merge_into(rg);
-        return rg;
+        if (rg) {
+            if (trace_on()) std::fprintf(stderr, "tessera: fill: the phase, mask and coherence in pieces %.1f ms\n", lap.next_ms());
+        } else {  // the phase first, then each raster over the window; rows final once all is folded
+            rg = base_->fill(a, mask || coherence ? RowsReady{} : ready);
+            const double phase_ms = lap.next_ms();
+            if (mask) mask->visit_mask(w, fold_mask);
+            if (coherence) coherence->visit_float(w, fold_coherence);
+            if (trace_on()) std::fprintf(stderr, "tessera: fill: the phase %.1f ms, then mask and coherence %.1f ms\n", phase_ms, lap.next_ms());
+        }
+        mine.merge_into(*rg);
+        return *rg;
     }
 
 private:

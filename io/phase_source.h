@@ -35,6 +35,13 @@ public:
     // Fills a.phase and a.flags over a.buf; reports rows to `ready` as they become final
     // (kernels/region.h), where nothing changes them afterwards.
     virtual InputRanges fill(const RegionArrays& a, const RowsReady& ready) const = 0;
+    // The same with landed(thread, piece) called on the filling thread as each piece of a.buf
+    // (buffer-relative) is filled, before its rows go to `ready`, each pixel in one piece: the
+    // coherence and mask are folded into the phase's pieces while those are in cache. Nothing
+    // (and nothing filled) from a source that is not read in pieces.
+    virtual std::optional<InputRanges> fill_pieces(const RegionArrays&, const RowsReady&, const PieceLanded&) const {
+        return std::nullopt;
+    }
 };
 
 // Band `band` of a GDAL raster, with optional coherence and mask rasters of the same size

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -121,21 +122,25 @@ struct RasterReader::Impl {
     float nodata_f = 0.0f;
 
     // Rows [r0, r0 + nr) of window w's columns into buf as `as`; hook(y, x, seg, n) as each row piece
-    // lands (y from r0, x from w.col0, seg its first byte), while it is in cache. A null buf only
-    // where by_blocks holds: the hook then sees the block's own bytes (no copy).
-    template <class Hook>
-    static void read_from(GDALRasterBand* band, const std::string& path, const Window& w, int64_t r0, int64_t nr,
-                          GDALDataType as, void* buf, GSpacing pixel_space, GSpacing line_space, Hook&& hook) {
+    // lands (y from r0, x from w.col0, seg its first byte), while it is in cache, and landed(y, x, ny, nx)
+    // once a block's (or the RasterIO's) pieces have. A null buf only where by_blocks holds: the
+    // hook then sees the block's own bytes (no copy).
+    template <class Hook, class Landed>
+    static void read_from(GDALRasterBand* band, const std::string& path, const Window& w,
+                          int64_t r0, int64_t nr, GDALDataType as, void* buf, GSpacing pixel_space, GSpacing line_space,
+                          Hook&& hook, Landed&& landed) {
         QuietGdal quiet;
         CPLErr err = CE_None;
         if (by_blocks(band, as, pixel_space)) {
-            err = read_blocks(band, w, r0, nr, as, static_cast<std::byte*>(buf), line_space, hook);
+            err = read_blocks(band, w, r0, nr, as, static_cast<std::byte*>(buf), line_space, hook, landed);
         } else {
             err = band->RasterIO(GF_Read, static_cast<int>(w.col0), static_cast<int>(r0), static_cast<int>(w.cols),
                                  static_cast<int>(nr), buf, static_cast<int>(w.cols), static_cast<int>(nr), as,
                                  pixel_space, line_space, nullptr);
-            if (err == CE_None)
+            if (err == CE_None) {
                 for (int64_t y = 0; y < nr; ++y) hook(y, int64_t{0}, static_cast<std::byte*>(buf) + y * line_space, w.cols);
+                landed(int64_t{0}, int64_t{0}, nr, w.cols);
+            }
         }
         if (err != CE_None || quiet.failed()) {
             std::string problem = "read failed in rows " + std::to_string(r0) + ".." +
@@ -145,10 +150,18 @@ struct RasterReader::Impl {
             throw InputError(path, problem);
         }
     }
-    static void read_from(GDALRasterBand* band, const std::string& path, const Window& w, int64_t r0, int64_t nr,
-                          GDALDataType as, void* buf, GSpacing pixel_space, GSpacing line_space) {
-        read_from(band, path, w, r0, nr, as, buf, pixel_space, line_space, [](int64_t, int64_t, std::byte*, int64_t) {});
+    template <class Hook>
+    static void read_from(GDALRasterBand* band, const std::string& path, const Window& w,
+                          int64_t r0, int64_t nr, GDALDataType as, void* buf, GSpacing pixel_space, GSpacing line_space,
+                          Hook&& hook) {
+        read_from(band, path, w, r0, nr, as, buf, pixel_space, line_space, hook, no_landing);
     }
+    static void read_from(GDALRasterBand* band, const std::string& path, const Window& w,
+                          int64_t r0, int64_t nr, GDALDataType as, void* buf, GSpacing pixel_space, GSpacing line_space) {
+        read_from(band, path, w, r0, nr, as, buf, pixel_space, line_space, [](int64_t, int64_t, std::byte*, int64_t) {},
+                  no_landing);
+    }
+    static constexpr auto no_landing = [](int64_t, int64_t, int64_t, int64_t) {};
 
     // A GeoTIFF band read in its own type: block by block through ReadBlock, past GDAL's block
     // cache (its lock and one more copy held 16 reading threads to about 2 GB/s at 32768², section
@@ -161,9 +174,9 @@ struct RasterReader::Impl {
         return as == band->GetRasterDataType() && pixel_space == GDALGetDataTypeSizeBytes(as) && ds &&
                ds->GetDriver() && std::strcmp(ds->GetDriver()->GetDescription(), "GTiff") == 0;
     }
-    template <class Hook>
-    static CPLErr read_blocks(GDALRasterBand* band, const Window& w, int64_t r0, int64_t nr, GDALDataType as,
-                              std::byte* buf, GSpacing line_space, Hook& hook) {
+    template <class Hook, class Landed>
+    static CPLErr read_blocks(GDALRasterBand* band, const Window& w, int64_t r0, int64_t nr,
+                              GDALDataType as, std::byte* buf, GSpacing line_space, Hook& hook, Landed& landed) {
         int bw = 0, bh = 0;
         band->GetBlockSize(&bw, &bh);
         const int64_t H = band->GetYSize(), W = band->GetXSize(), sz = GDALGetDataTypeSizeBytes(as);
@@ -179,6 +192,7 @@ struct RasterReader::Impl {
                     if (buf) std::memcpy(seg, from, static_cast<size_t>((x1 - x0) * sz));
                     hook(y - r0, x0 - w.col0, seg, x1 - x0);
                 }
+                landed(y0 - r0, x0 - w.col0, y1 - y0, x1 - x0);
             }
         }
         return CE_None;
@@ -210,8 +224,7 @@ struct RasterReader::Impl {
             read_from(band, path, w, r0, nr, GDT_Float32, out, sizeof(float), stride * static_cast<GSpacing>(sizeof(float)),
                       [&](int64_t y, int64_t x, std::byte* seg, int64_t n) {
                           float* o = reinterpret_cast<float*>(seg);
-                          for (int64_t c = 0; c < n; ++c)
-                              if (invalid_real_f(o[c])) o[c] = 0.0f;
+                          clean_floats(o, o, n);
                           hook(y, x, static_cast<const float*>(o), n);
                       });
             return;
@@ -268,8 +281,20 @@ struct RasterReader::Impl {
     bool invalid_real(double v) const {
         return !std::isfinite(v) || (nodata_finite && v == nodata);
     }
-    bool invalid_real_f(float v) const {
-        return !std::isfinite(v) || (nodata_finite && v == nodata_f);
+    // out[c] = v[c], or 0 where invalid (NaN, Inf, the nodata; out may be v); valid[c] = 1 or 0 where given.
+    // Branch-free with the band's nodata in locals: the compiler's vectors (a loop that stored
+    // only where invalid, the nodata read through `this`, ran a pixel at a time).
+    template <bool kValid = false>
+    void clean_floats(const float* v, float* out, int64_t n, uint8_t* valid = nullptr) const {
+        const bool has = nodata_finite;
+        const float nd = nodata_f, big = std::numeric_limits<float>::max();
+#pragma omp simd
+        for (int64_t c = 0; c < n; ++c) {
+            const float x = v[c];
+            const bool bad = !(std::fabs(x) <= big) || (has && x == nd);  // NaN and Inf fail the first
+            if constexpr (kValid) valid[c] = bad ? 0 : 1;
+            out[c] = bad ? 0.0f : x;
+        }
     }
 };
 
@@ -460,7 +485,7 @@ void for_each_strip(const std::string& path, DatasetPool& again, int band_no, GD
 }  // namespace
 
 void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride, const RowsDone& done,
-                              const RowPiecesRead& each) const {
+                              const RowPiecesRead& each, const PieceLanded& landed) const {
     check_window(path_, info_, w, stride);
     if (w.rows == 0 || w.cols == 0) return;
     const Impl& im = *impl_;
@@ -512,25 +537,28 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
                 }
                 if (each) each(t, r0 + r, c0, pc);
             }
+            if (landed) landed(t, Window{r0, c0, nr, pc});
         }, done);
         return;
     }
 
     if (exact_in_float(im.type)) {
-        // Straight into the caller's buffer, each row piece's invalid pixels fixed as it lands.
+        // Into the caller's buffer, each row piece's invalid pixels made 0 as it lands: a float32
+        // GeoTIFF's straight from its blocks (one pass), other types converted in place.
         for_each_strip(path_, im.again, band_, im.band, w, strip_rows(wc, im.block_rows), im.block_cols,
                        [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, int64_t c0) {
             const int t = omp_get_thread_num();
-            Impl::read_from(band, path_, pw, w.row0 + r0, nr, GDT_Float32, phase + r0 * stride + c0, sizeof(float),
-                            stride * static_cast<GSpacing>(sizeof(float)), [&](int64_t y, int64_t x, std::byte*, int64_t n) {
+            const bool direct = im.type == GDT_Float32 && Impl::by_blocks(band, GDT_Float32, sizeof(float));
+            Impl::read_from(band, path_, pw, w.row0 + r0, nr, GDT_Float32,
+                            direct ? nullptr : phase + r0 * stride + c0, sizeof(float),
+                            stride * static_cast<GSpacing>(sizeof(float)), [&](int64_t y, int64_t x, std::byte* seg, int64_t n) {
                                 float* ph = phase + (r0 + y) * stride + c0 + x;
                                 uint8_t* va = valid + (r0 + y) * stride + c0 + x;
-                                for (int64_t c = 0; c < n; ++c) {
-                                    const bool bad = im.invalid_real_f(ph[c]);
-                                    va[c] = bad ? 0 : 1;
-                                    if (bad) ph[c] = 0.0f;
-                                }
+                                im.clean_floats<true>(reinterpret_cast<const float*>(seg), ph, n, va);
                                 if (each) each(t, r0 + y, c0 + x, n);
+                            },
+                            [&](int64_t y, int64_t x, int64_t ny, int64_t nx) {
+                                if (landed) landed(t, Window{r0 + y, c0 + x, ny, nx});
                             });
         }, done);
         return;
@@ -554,6 +582,7 @@ void RasterReader::read_phase(const Window& w, float* phase, uint8_t* valid, int
             }
             if (each) each(t, r0 + r, c0, pc);
         }
+        if (landed) landed(t, Window{r0, c0, nr, pc});
     }, done);
 }
 
@@ -630,6 +659,53 @@ void RasterReader::visit_mask(const Window& w, const MaskPiecesRead& fn) const {
     if (w.rows == 0 || w.cols == 0) return;
     const Impl& im = *impl_;
     visit_rows<uint8_t>(path_, im.again, band_, im.band, w, im.block_rows, im.block_cols, im.direct_mask(),
+                        [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, uint8_t* out,
+                            int64_t stride, auto&& hook) { im.mask_rows(band, path_, pw, r0, nr, out, stride, hook); },
+                        fn);
+}
+
+namespace {
+
+// visit_float_here and visit_mask_here: window w on the calling thread, through a dataset of the
+// pool's (every caller its own) and a buffer of the thread's (none where `direct`).
+template <class T, class Rows, class Fn>
+void visit_here(const std::string& path, DatasetPool& again, int band_no, const Window& w, int thread, bool direct,
+                Rows&& rows, const Fn& fn) {
+    GDALDatasetUniquePtr mine = again.take(path);
+    if (!mine) throw InputError(path, "cannot be opened again for a parallel read");
+    thread_local std::vector<T> buf;
+    T* out = nullptr;
+    if (!direct) {
+        buf.resize(std::max(buf.size(), static_cast<size_t>(w.size())));
+        out = buf.data();
+    }
+    try {
+        rows(mine->GetRasterBand(band_no), w, w.row0, w.rows, out, w.cols,
+             [&](int64_t y, int64_t x, const T* v, int64_t n) { fn(thread, y, x, v, n); });
+    } catch (...) {
+        again.put(std::move(mine));
+        throw;
+    }
+    again.put(std::move(mine));
+}
+
+}  // namespace
+
+void RasterReader::visit_float_here(const Window& w, int thread, const FloatPiecesRead& fn) const {
+    check_window(path_, info_, w, w.cols);
+    if (w.rows == 0 || w.cols == 0) return;
+    const Impl& im = *impl_;
+    visit_here<float>(path_, im.again, band_, w, thread, im.direct_float(),
+                      [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, float* out, int64_t stride,
+                          auto&& hook) { im.float_rows(band, path_, pw, r0, nr, out, stride, hook); },
+                      fn);
+}
+
+void RasterReader::visit_mask_here(const Window& w, int thread, const MaskPiecesRead& fn) const {
+    check_window(path_, info_, w, w.cols);
+    if (w.rows == 0 || w.cols == 0) return;
+    const Impl& im = *impl_;
+    visit_here<uint8_t>(path_, im.again, band_, w, thread, im.direct_mask(),
                         [&](GDALRasterBand* band, const Window& pw, int64_t r0, int64_t nr, uint8_t* out,
                             int64_t stride, auto&& hook) { im.mask_rows(band, path_, pw, r0, nr, out, stride, hook); },
                         fn);

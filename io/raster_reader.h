@@ -21,6 +21,10 @@ using RowPiecesRead = std::function<void(int thread, int64_t r, int64_t c, int64
 // The same with the piece's values (v[0, n), read_float's or read_mask's).
 using FloatPiecesRead = std::function<void(int thread, int64_t r, int64_t c, const float* v, int64_t n)>;
 using MaskPiecesRead = std::function<void(int thread, int64_t r, int64_t c, const uint8_t* v, int64_t n)>;
+// A piece of a window whose values are all in place (window-relative rows and columns): a block of
+// a GeoTIFF read in its own type, else a strip's piece; called on the reading thread before the
+// piece's rows are reported done, each pixel in one piece.
+using PieceLanded = std::function<void(int thread, const Window& piece)>;
 
 struct RasterInfo {
     int64_t rows = 0, cols = 0;
@@ -56,9 +60,10 @@ public:
     // done(r0, n), if given, is called (from any thread, rows relative to w) as soon as rows
     // [r0, r0 + n) of the window are final, so that a caller can send them on while the rest
     // is read (the CUDA backend uploads them). each(thread, r, c, n), if given, follows every row
-    // piece's phase and valid bytes (a fold over them while they are in cache).
+    // piece's phase and valid bytes (a fold over them while they are in cache); landed(thread,
+    // piece), if given, every piece's last row piece (more folds, other rasters' pieces read there).
     void read_phase(const Window& w, float* phase, uint8_t* valid, int64_t stride, const RowsDone& done = {},
-                    const RowPiecesRead& each = {}) const;
+                    const RowPiecesRead& each = {}, const PieceLanded& landed = {}) const;
 
     // Any band as float32 (coherence); nodata/NaN -> 0.
     void read_float(const Window& w, float* out, int64_t stride) const;
@@ -70,6 +75,10 @@ public:
     // (a float32 or byte GeoTIFF: straight from its blocks, no copy).
     void visit_float(const Window& w, const FloatPiecesRead& fn) const;
     void visit_mask(const Window& w, const MaskPiecesRead& fn) const;
+    // The same on the calling thread only (fn gets `thread`), from any number of threads at once:
+    // another raster's pieces read inside read_phase's `landed`.
+    void visit_float_here(const Window& w, int thread, const FloatPiecesRead& fn) const;
+    void visit_mask_here(const Window& w, int thread, const MaskPiecesRead& fn) const;
 
 private:
     std::string path_;

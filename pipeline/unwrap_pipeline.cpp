@@ -466,11 +466,15 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     };
 
     if (plan.in_core()) {
+        Lap alloc;  // TESSERA_TRACE: the arrays' first touches, counted in the read stage
         HostBuffer<float> phase(static_cast<size_t>(buf.size()));
         HostBuffer<uint8_t> flags(static_cast<size_t>(buf.size()));
         HostBuffer<uint32_t> label(static_cast<size_t>(buf.size()));
         HostBuffer<int32_t> cycles(opt.save_cycles ? static_cast<size_t>(buf.size()) : 0);
         RegionArrays a{H, W, buf, phase.data(), flags.data(), label.data(), opt.save_cycles ? cycles.data() : nullptr};
+        if (trace_on())
+            std::fprintf(stderr, "tessera: %.1f ms into the run, the region's host arrays allocated and touched in %.1f ms\n",
+                         std::chrono::duration<double, std::milli>(clock::now() - t_start).count(), alloc.next_ms());
         // Auto (section 2.2): the phase read here, counted, and kept unless the census takes the guide,
         // whose source then fills them again (the backend gets them whole here, not row by row).
         std::optional<InputRanges> kept;
@@ -478,7 +482,9 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
             ResidueCensus mine;
             agree(comm, [&] {
                 kept = in->fill(a, {});
+                Lap census;
                 mine = residue_census(a, own);
+                if (trace_on()) std::fprintf(stderr, "tessera: census of the read phase %.1f ms\n", census.next_ms());
             });
             take_guide(mine);
             if (rep.guide_window > 1) kept.reset();
@@ -491,11 +497,13 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                 t.ranges = kept ? *kept : in->fill(a, ready);
                 inject_error_for_tests(rank, "read");
             });
+            Lap scan_lap;
             const ReadScan scan = scan_read(a, own, t.ranges);
             t.valid = scan.valid, t.jumps = scan.jumps;
             t.ref_unreliable = opt.reference && own.contains(opt.reference->first, opt.reference->second) &&
                                (flags[static_cast<size_t>(a.index(opt.reference->first, opt.reference->second))] & kUnreliable);
             rep.valid = check_read(comm, opt, t);
+            if (trace_on()) std::fprintf(stderr, "tessera: scan and checks of the read %.1f ms\n", scan_lap.next_ms());
             stage_done("read");
         };
         std::vector<Residue> res;
@@ -515,6 +523,10 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         }
         add_region_stats(rep, st);
         const std::vector<Attribute> attrs = finish_report(rep, st, comm, opt, info, grid);
+        Lap sinks_lap;  // TESSERA_TRACE: the write stage's parts
+        if (trace_on())
+            std::fprintf(stderr, "tessera: the region gone and the report made %.1f ms after the last stage\n",
+                         std::chrono::duration<double, std::milli>(clock::now() - t_stage).count());
         // Every sink takes the same window of the result (io/result_sink.h).
         if (memory)
             sinks.push_back(memory_result_sink(*memory));
@@ -526,6 +538,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
             sink->write(parts.window);
             sink->finish(attrs);
         }
+        if (trace_on()) std::fprintf(stderr, "tessera: sinks written and closed in %.1f ms\n", sinks_lap.next_ms());
         if (quicklook) cells = quicklook_cells(parts.window.u, parts.window.label, own, buf.cols, qg, st.label_bytes);
     } else {
         // Chunks (section 5.1): each read three times; the checks of what the inputs claim to be
@@ -635,6 +648,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         if (comm.max(int64_t{!err.empty()}))
             throw InputError::everywhere(rank == 0 ? err : opt.quicklook + ": quicklook failed");
     }
+    Lap commit_lap;
     std::string err;
     if (rank == 0) {
         try {
@@ -646,6 +660,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     }
     if (comm.max(int64_t{!err.empty()}))
         throw InputError::everywhere(rank == 0 ? err : opt.output + ": output failed");
+    if (trace_on()) std::fprintf(stderr, "tessera: outputs committed in %.1f ms\n", commit_lap.next_ms());
     stage_done("write");
     rep.total_seconds = comm.max(std::chrono::duration<double>(clock::now() - t_start).count());
     return rep;
