@@ -67,9 +67,10 @@ struct BackendOps {
                          int64_t W, const ClaheParams& p, Comm& comm, uint8_t* out, int64_t out_stride);
     ClaheRange (*clahe16)(const float* img, const uint8_t* valid, const Window& own, int64_t stride, int64_t H,
                           int64_t W, const ClaheParams& p, Comm& comm, uint16_t* out, int64_t out_stride);
-    // A streamed run's step 1 fills the next chunk beside the work on this one (docs/ARCHITECTURE.md
-    // 5.1): where that work is on a device, the host's cores are the fill's.
-    bool read_ahead_first_pass;
+    // The stages' work is on a device, the host's cores free meanwhile: a streamed run's step 1
+    // fills the next chunk beside the work on this one (docs/ARCHITECTURE.md 5.1), a run in one
+    // piece makes its output's pages ready (section 7).
+    bool host_free_in_stages;
 };
 
 // "auto" (CUDA when this tessera has it and a GPU is visible), "cpu" or "cuda"; anything else

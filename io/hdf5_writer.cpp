@@ -468,6 +468,7 @@ Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, int64_t rows, int
 }
 
 Hdf5Writer::~Hdf5Writer() {
+    if (populating_.valid()) populating_.wait();  // its mapping of the file goes before the file
     if (committed_ || !mpi_usable()) return;
     const int rank = comm_.rank(), size = comm_.size();
     if (file_ >= 0) {
@@ -750,6 +751,7 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         throw_failure(f, path_);
     }
 
+    if (populating_.valid()) populating_.get();  // prepare_f32's pages (its own dataset's or not: the file's)
     Lap took;
     const char* how = "through the library";
     bool done = false, exists = false;
@@ -757,7 +759,7 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         local = write_in_place(name, own, data, stride, attrs, src_elem, how, done, exists);
     if (!local && !done)
         local = gather_ ? write_gathered(name, own, data, stride, attrs, src_elem, how, exists)
-                        : write_window(name, own, data, stride, attrs, src_elem, windowed_, how);
+                        : write_window(name, own, data, stride, attrs, src_elem, windowed_ || prepared_.count(name) > 0, how);
     if (Failure f = agree(comm_, local)) {
         failed_together_ = true;
         throw_failure(f, path_);
@@ -767,6 +769,38 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         std::fprintf(stderr, "tessera: hdf5 %-22s %9.1f MB %s%s in %8.1f ms\n", name.c_str(),
                      static_cast<double>(std::max<int64_t>(own.size(), 0)) * static_cast<double>(sizeof(T)) / 1e6,
                      gather_ && !done ? "sent to rank 0, written " : "", how, took.next_ms());
+}
+
+void Hdf5Writer::prepare_f32(const std::string& name, const std::vector<Attribute>& attrs) {
+    static const bool off = switch_is("TESSERA_PREPARE_WRITE", "0");
+    if (off || !serial_ || deflate_level_ != 0 || !mapped_writes_enabled() || committed_ || file_ < 0 ||
+        !writes_own_chunks(Window{0, 0, rows_, cols_}) || prepared_.count(name) > 0 || populating_.valid())
+        return;
+    const std::string where = "HDF5: dataset '" + name + "' of '" + tmp_path_ + "'";
+    Failure local;
+    bool restore_bounds = false;
+    hsize_t chunk[2];
+    chunk_shape(rows_, cols_, chunk);
+    haddr_t first = HADDR_UNDEF;
+    {
+        Handle dset = open_or_create<float>(static_cast<hid_t>(file_), name, rows_, cols_, attrs, false, 0, true,
+                                            restore_bounds, where, local);
+        if (!local) {
+            prepared_.insert(name);
+            if (takes_mapped_chunks(dset.get())) first = implicit_first_chunk(dset.get(), rows_, cols_, chunk, sizeof(float));
+        }
+    }
+    if (restore_bounds && H5Fset_libver_bounds(static_cast<hid_t>(file_), H5F_LIBVER_V18, H5F_LIBVER_V110) < 0 && !local)
+        local = {FailKind::kRuntime, hdf5_failure(where + ": cannot restore the file format's version bounds")};
+    if (Failure f = agree(comm_, local)) throw_failure(f, path_);
+    if (first == HADDR_UNDEF) return;  // the write asks the library for each chunk's place
+    populating_ = std::async(std::launch::async, [path = tmp_path_, first, rows = rows_, cols = cols_, chunk] {
+        const hsize_t c[2] = {chunk[0], chunk[1]};
+        std::string problem;
+        Lap lap;
+        (void)populate_chunks(path, first, rows, cols, c, sizeof(float), problem);  // advice: the write finds any fault
+        if (trace_on()) std::fprintf(stderr, "tessera: output pages made ready in %.1f ms\n", lap.next_ms());
+    });
 }
 
 void Hdf5Writer::write_f32(const std::string& name, const Window& own, const float* data,
@@ -911,6 +945,7 @@ void Hdf5Writer::write_attributes(const std::vector<Attribute>& attrs) {
 }
 
 void Hdf5Writer::commit() {
+    if (populating_.valid()) populating_.get();
     Failure local;
     if (committed_ || (writer() && file_ < 0)) local = {FailKind::kLogic, "Hdf5Writer: commit() called twice"};
     if (Failure f = agree(comm_, local)) {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <future>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -49,6 +51,12 @@ public:
     // HDF5 fill value; float datasets without one get NaN.
     void write_f32(const std::string& name, const Window& own, const float* data, int64_t stride,
                    const std::vector<Attribute>& attrs);
+    // A float32 dataset this one rank will write whole through a mapping (section 7): created
+    // now, with `attrs`, and its chunks' pages made ready in the page cache on threads of their
+    // own meanwhile, so that the write_f32 that follows (the same name and attributes) only
+    // copies. Nothing where it would not be written so (several ranks, compressed, or
+    // TESSERA_PREPARE_WRITE=0 for A/B studies).
+    void prepare_f32(const std::string& name, const std::vector<Attribute>& attrs);
     void write_u32(const std::string& name, const Window& own, const uint32_t* data, int64_t stride,
                    const std::vector<Attribute>& attrs);
     // A uint32 dataset from labels `bytes` wide (1, 2 or 4, the same on every rank;
@@ -143,7 +151,9 @@ private:
     bool committed_ = false;
     int deflate_level_ = 1;
     bool windowed_ = false;
-    bool failed_together_ = false;  // a failure was thrown on every rank alike
+    bool failed_together_ = false;
+    std::set<std::string> prepared_;  // datasets prepare_f32 created
+    std::future<void> populating_;    // its pages being made ready (joined before any other file work)  // a failure was thrown on every rank alike
 };
 
 // Summary of a result file for `tessera info`: datasets with shape and type,

@@ -206,6 +206,31 @@ MappedWrite allocate_chunks(const std::string& path, haddr_t first, int64_t rows
     return allocate(f.fd, first, first + total * static_cast<uint64_t>(cr * cc) * elem, problem);
 }
 
+MappedWrite populate_chunks(const std::string& path, haddr_t first, int64_t rows, int64_t cols, const hsize_t chunk[2],
+                            size_t elem, std::string& problem) {
+    const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
+    const uint64_t end = first + static_cast<uint64_t>(((rows + cr - 1) / cr) * ((cols + cc - 1) / cc)) *
+                                     static_cast<uint64_t>(cr * cc) * elem;
+    Fd f;
+    if (open_rw(path, f, problem) != MappedWrite::written) return MappedWrite::failed;
+    if (const MappedWrite a = allocate(f.fd, first, end, problem); a != MappedWrite::written) return a;
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)), base = first / page * page, span = end - base;
+    const HugeMapping hm(f.fd, base, span);
+    if (!hm.map) {
+        problem = "cannot map " + std::to_string(span) + " bytes of the file (" + std::strerror(errno) + ")";
+        return MappedWrite::unsupported;
+    }
+    // Each thread a contiguous stretch of whole huge pages (see copy_through_mapping).
+    const uint64_t step = HugeMapping::kHuge;
+#pragma omp parallel
+    {
+        const uint64_t t = static_cast<uint64_t>(omp_get_thread_num()), T = static_cast<uint64_t>(omp_get_num_threads());
+        const uint64_t n = (span + step - 1) / step, p0 = std::min(span, n * t / T * step), p1 = std::min(span, n * (t + 1) / T * step);
+        if (p1 > p0) (void)::madvise(hm.map + p0, p1 - p0, kPopulateWrite);
+    }
+    return MappedWrite::written;
+}
+
 MappedWrite write_mapped_window(const std::string& path, haddr_t first, int64_t ds_rows, int64_t ds_cols,
                                 const hsize_t chunk[2], size_t elem, const Window& w, const void* data, int64_t stride,
                                 size_t src_elem, const void* fill, std::string& problem) {

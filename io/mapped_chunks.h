@@ -37,6 +37,13 @@ haddr_t implicit_first_chunk(hid_t dset, int64_t rows, int64_t cols, const hsize
 MappedWrite allocate_chunks(const std::string& path, haddr_t first, int64_t rows, int64_t cols, const hsize_t chunk[2],
                             size_t elem, std::string& problem);
 
+// The pages of all the chunks of that layout from `first` made present and writable in the page
+// cache (their space allocated in the file first), on this process's threads, and unmapped: a
+// later write of them only copies. POSIX calls only (no HDF5): any thread may run it beside the
+// library. Advice: `unsupported` or `failed` leave the write to find what is wrong.
+MappedWrite populate_chunks(const std::string& path, haddr_t first, int64_t rows, int64_t cols, const hsize_t chunk[2],
+                            size_t elem, std::string& problem);
+
 // Window `w` of that dataset (ds_rows x ds_cols, space allocated: allocate_chunks) from `data`
 // (row stride `stride` elements of src_elem bytes, zero-extended to elem) into the file through a
 // shared mapping, on this process's threads; the chunks' parts past the dataset's edges that the

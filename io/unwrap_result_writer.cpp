@@ -22,7 +22,19 @@ std::vector<Attribute> with_cf(std::vector<Attribute> attrs, const char* long_na
     return attrs;
 }
 
+std::vector<Attribute> phase_attributes() {
+    return with_cf({{"description", std::string("unwrapped phase u = phi + 2 pi k (minus reference_phase with "
+                                                "--reference: u = 0 at REF_Y, REF_X); NaN where invalid")},
+                    {"_FillValue", std::nan("")}},
+                   "unwrapped phase", "radians");
+}
+
 }  // namespace
+
+void prepare_unwrap_result(Hdf5Writer& out, int compress_phase) {
+    out.set_deflate(compress_phase);
+    out.prepare_f32("unwrapped_phase", phase_attributes());
+}
 
 void write_unwrap_result(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase,
                          const std::vector<Attribute>& root_attributes) {
@@ -31,14 +43,9 @@ void write_unwrap_result(Hdf5Writer& out, const UnwrapResultWindow& r, int compr
 }
 
 void write_unwrap_datasets(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase) {
-    const double nan = std::nan("");
     // A noisy float phase deflates about 1.3x at ~45 MB/s per core (README): off by default.
     out.set_deflate(compress_phase);
-    out.write_f32("unwrapped_phase", r.own, r.u, r.stride,
-                  with_cf({{"description", std::string("unwrapped phase u = phi + 2 pi k (minus reference_phase with "
-                                                       "--reference: u = 0 at REF_Y, REF_X); NaN where invalid")},
-                           {"_FillValue", nan}},
-                          "unwrapped phase", "radians"));
+    out.write_f32("unwrapped_phase", r.own, r.u, r.stride, phase_attributes());
     out.set_deflate(1);
     out.write_labels("connected_components", r.own, r.label, r.label_bytes, r.stride,
                      with_cf({{"description", std::string("connected component 1..N by size descending; 0 = invalid, "

@@ -14,6 +14,7 @@
 #include <limits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -32,6 +33,7 @@
 #include "io/png_writer.h"
 #include "io/result_sink.h"
 #include "io/scratch_file.h"
+#include "io/unwrap_result_writer.h"
 #include "pipeline/guided_source.h"
 #include "pipeline/noise_census.h"
 #include "io/raster_reader.h"
@@ -507,7 +509,13 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
             stage_done("read");
         };
         std::vector<Residue> res;
-        st = ops.unwrap_region(a, grid, comm, params, opt.save_residues ? &res : nullptr, stage_hook, read_stage);
+        // While a device works the host's cores make the output's pages ready (section 7).
+        const bool prepare = out && ops.host_free_in_stages;
+        const auto in_core_hook = [&](const char* s) {
+            stage_hook(s);
+            if (prepare && std::strcmp(s, "upload") == 0) prepare_unwrap_result(*out, opt.compress_phase);
+        };
+        st = ops.unwrap_region(a, grid, comm, params, opt.save_residues ? &res : nullptr, in_core_hook, read_stage);
         if (guided) {
             agree(comm, [&] { guided->project(a, own); });
             stage_done("guide");
@@ -621,7 +629,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         run.keep_inputs = plan.inputs_kept;
         run.write_behind = plan.write_behind;
         run.read_ahead_first_pass = switch_is("TESSERA_READ_AHEAD", "1") ||
-                                    (ops.read_ahead_first_pass && !switch_is("TESSERA_READ_AHEAD", "later"));
+                                    (ops.host_free_in_stages && !switch_is("TESSERA_READ_AHEAD", "later"));
         run.read_ahead = !switch_is("TESSERA_READ_AHEAD", "0") && !driver_uses_hdf5(info.driver) &&
                          (opt.coherence.empty() || !driver_uses_hdf5(RasterReader(opt.coherence, 1).info().driver)) &&
                          (opt.mask.empty() || !driver_uses_hdf5(RasterReader(opt.mask, 1).info().driver));

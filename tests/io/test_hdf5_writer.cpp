@@ -624,6 +624,46 @@ TEST_F(Hdf5WriterTest, UncompressedChunksWrittenThroughAMappingReadBack) {
     }
 }
 
+// A dataset prepared before its write (created, its pages made ready on other threads while the
+// caller goes on): the write fills it, another dataset written between them does not disturb
+// it, its attributes are the prepared ones once; abandoned after prepare, no file is left.
+TEST_F(Hdf5WriterTest, PreparedDatasetIsWrittenAndReadsBack) {
+    const int64_t R = 1100, C = 700;
+    std::vector<float> v(static_cast<size_t>(R * C));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 9973) * 0.5f - 3.0f;
+    const std::vector<Attribute> attrs = {{"units", std::string("radians")}, {"_FillValue", std::nan("")}};
+    const std::string out = file("prepared.h5");
+    {
+        Hdf5Writer w(out, MPI_COMM_WORLD, R, C);
+        w.set_deflate(0);
+        w.prepare_f32("unwrapped_phase", attrs);
+        w.set_deflate(1);
+        const std::vector<uint32_t> seven(static_cast<size_t>(R * C), 7u);
+        w.write_u32("labels", {0, 0, R, C}, seven.data(), C, {});
+        w.set_deflate(0);
+        w.write_f32("unwrapped_phase", {0, 0, R, C}, v.data(), C, attrs);
+        w.commit();
+    }
+    EXPECT_EQ(read_all<float>(out, "unwrapped_phase"), v);
+    EXPECT_EQ(read_all<uint32_t>(out, "labels"), std::vector<uint32_t>(v.size(), 7u));
+    H5File f(out);
+    const hid_t d = H5Dopen2(f.id, "unwrapped_phase", H5P_DEFAULT);
+    std::string units;
+    EXPECT_TRUE(read_attr_str(d, "units", units));
+    EXPECT_EQ(units, "radians");
+    EXPECT_EQ(H5Aget_num_attrs(d), 2);  // units and _FillValue, once each
+    H5Dclose(d);
+
+    const std::string gone = file("prepared_abandoned.h5");
+    {
+        Hdf5Writer w(gone, MPI_COMM_WORLD, R, C);
+        w.set_deflate(0);
+        w.prepare_f32("unwrapped_phase", attrs);
+    }
+    EXPECT_FALSE(exists(gone));
+    EXPECT_TRUE(tessera::testing::temporaries_of(gone).empty());
+}
+
 // A file that cannot grow (here RLIMIT_FSIZE; a full disk alike) fails the mapped write with a
 // line naming the file and the reason, and leaves no file: never a SIGBUS.
 TEST_F(Hdf5WriterTest, MappedWriteThatCannotAllocateFailsWithALine) {
