@@ -156,11 +156,17 @@ public:
             fold_coherence_row(a, r * w.cols + c, g, n, thr_, mine[t]);
         };
         // Each of the phase's pieces as it lands: the mask's and coherence's same pixels read and
-        // folded on that thread while the piece is in cache; its rows final after that.
+        // folded on that thread while the piece is in cache; its rows final after that. Only where
+        // their blocks are the phase's: a phase tile's rows of a raster in strips would read each
+        // strip whole for a tile's width of it.
         static const bool apart = switch_is("TESSERA_READ_TOGETHER", "0");  // A/B studies
+        const RasterInfo& ph = base_->info();
+        auto same_blocks = [&](const std::optional<RasterReader>& r) {
+            return !r || (r->info().block_rows == ph.block_rows && r->info().block_cols == ph.block_cols);
+        };
         Lap lap;
         std::optional<InputRanges> rg;
-        if (!apart)
+        if (!apart && same_blocks(mask) && same_blocks(coherence))
             rg = base_->fill_pieces(a, ready, [&](int t, const Window& p) {
                 const Window at{w.row0 + p.row0, w.col0 + p.col0, p.rows, p.cols};
                 if (mask) mask->visit_mask_here(at, t, [&](int, int64_t r, int64_t c, const uint8_t* m, int64_t n) {

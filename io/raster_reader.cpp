@@ -357,6 +357,7 @@ RasterReader::RasterReader(const std::string& path, int band) : path_(path), ban
     int bx = 0, by = 0;
     impl_->band->GetBlockSize(&bx, &by);
     impl_->block_rows = std::max(1, by), impl_->block_cols = std::max(1, bx);
+    info_.block_rows = impl_->block_rows, info_.block_cols = impl_->block_cols;
 
     info_.rows = ds.GetRasterYSize();
     info_.cols = ds.GetRasterXSize();
@@ -673,12 +674,8 @@ void visit_here(const std::string& path, DatasetPool& again, int band_no, const 
                 Rows&& rows, const Fn& fn) {
     GDALDatasetUniquePtr mine = again.take(path);
     if (!mine) throw InputError(path, "cannot be opened again for a parallel read");
-    thread_local std::vector<T> buf;
-    T* out = nullptr;
-    if (!direct) {
-        buf.resize(std::max(buf.size(), static_cast<size_t>(w.size())));
-        out = buf.data();
-    }
+    std::vector<T> buf(direct ? 0 : static_cast<size_t>(w.size()));
+    T* out = direct ? nullptr : buf.data();
     try {
         rows(mine->GetRasterBand(band_no), w, w.row0, w.rows, out, w.cols,
              [&](int64_t y, int64_t x, const T* v, int64_t n) { fn(thread, y, x, v, n); });

@@ -36,6 +36,7 @@ struct RasterInfo {
     std::array<double, 6> geotransform{0, 1, 0, 0, 0, 1};
     std::string projection_wkt;            // empty when none
     std::string driver;                    // GDAL's short name, e.g. "GTiff"
+    int block_rows = 1, block_cols = 1;    // GDAL's block of the band
 };
 
 // Whether reading through GDAL's `driver` calls the HDF5 library, which is not thread-safe here:

@@ -158,9 +158,10 @@ TEST(PhaseSourcePieces, ManyThreadsOnFewBlockRowsFoldAsMemory) {
 }
 
 // The coherence and mask folded into the phase's pieces as they land (io/phase_source.h
-// fill_pieces), in block layouts other than the phase's (strips; tiles of 64), give the memory
-// source's bits, and each row reported ready already holds its final phase and flags.
-TEST(PhaseSourcePieces, RastersOfOtherBlocksFoldInPiecesAndRowsAreFinalWhenReported) {
+// fill_pieces; rasters of the phase's blocks), or after the phase (other blocks: strips, tiles of
+// 64), give the memory source's bits; in pieces, each row reported ready already holds its final
+// phase and flags, and every row is reported once.
+TEST(PhaseSourcePieces, RastersFoldInPiecesOrAfterAsMemoryAndRowsAreFinalWhenReported) {
     testing::TempDir dir{"phase_pieces_mixed"};
     const int64_t H = 700, W = 7000;  // 4.9 Mpx: read on threads
     std::mt19937 rng(4);
@@ -174,43 +175,50 @@ TEST(PhaseSourcePieces, RastersOfOtherBlocksFoldInPiecesAndRowsAreFinalWhenRepor
         mask[i] = i % 79 == 2 ? 0 : 1;
     }
     write_raster(dir / "phase.tif", H, W, GDT_Float32, phase.data(), std::nullopt, true);  // tiles of 256
-    write_raster(dir / "coh.tif", H, W, GDT_Float32, coh.data());                          // strips
-    {
-        register_gdal_once();
-        const char* tiles[] = {"TILED=YES", "BLOCKXSIZE=64", "BLOCKYSIZE=64", nullptr};
-        GDALDatasetUniquePtr ds(GetGDALDriverManager()->GetDriverByName("GTiff")->Create(
-            (dir / "mask.tif").c_str(), static_cast<int>(W), static_cast<int>(H), 1, GDT_Byte, const_cast<char**>(tiles)));
-        ASSERT_TRUE(ds != nullptr);
-        ASSERT_EQ(ds->GetRasterBand(1)->RasterIO(GF_Write, 0, 0, static_cast<int>(W), static_cast<int>(H), mask.data(),
-                                                 static_cast<int>(W), static_cast<int>(H), GDT_Byte, 0, 0),
-                  CE_None);
+    const Filled m = fill(*memory_source(H, W, false, phase, {}, coh, mask), Window{5, 3, 690, 6990});
+    for (bool same : {true, false}) {
+        SCOPED_TRACE(same ? "the phase's blocks" : "other blocks");
+        write_raster(dir / "coh.tif", H, W, GDT_Float32, coh.data(), std::nullopt, same);  // else strips
+        {
+            register_gdal_once();
+            const char* tiles[] = {"TILED=YES", same ? "BLOCKXSIZE=256" : "BLOCKXSIZE=64", same ? "BLOCKYSIZE=256" : "BLOCKYSIZE=64", nullptr};
+            GDALDatasetUniquePtr ds(GetGDALDriverManager()->GetDriverByName("GTiff")->Create(
+                (dir / "mask.tif").c_str(), static_cast<int>(W), static_cast<int>(H), 1, GDT_Byte, const_cast<char**>(tiles)));
+            ASSERT_TRUE(ds != nullptr);
+            ASSERT_EQ(ds->GetRasterBand(1)->RasterIO(GF_Write, 0, 0, static_cast<int>(W), static_cast<int>(H), mask.data(),
+                                                     static_cast<int>(W), static_cast<int>(H), GDT_Byte, 0, 0),
+                      CE_None);
+        }
+        const int threads = omp_get_max_threads();
+        omp_set_num_threads(6);
+        const Window w{5, 3, 690, 6990};
+        const auto src = gdal_sources(dir, false);
+        Filled a{std::vector<float>(static_cast<size_t>(w.size()), -9.0f), std::vector<uint8_t>(static_cast<size_t>(w.size()), 0xff), {}};
+        RegionArrays arr{H, W, w, a.phase.data(), a.flags.data(), nullptr, nullptr};
+        std::vector<float> seen_phase(a.phase.size(), -7.0f);
+        std::vector<uint8_t> seen_flags(a.flags.size(), 0xee), reported(static_cast<size_t>(w.rows), 0);
+        std::mutex mu;
+        a.rg = src->fill(arr, [&](int64_t r0, int64_t nr) {  // a copy of the rows as they are when reported
+            std::lock_guard<std::mutex> lock(mu);
+            const size_t b = static_cast<size_t>(r0 * w.cols), e = static_cast<size_t>((r0 + nr) * w.cols);
+            std::copy(a.phase.begin() + b, a.phase.begin() + e, seen_phase.begin() + b);
+            std::copy(a.flags.begin() + b, a.flags.begin() + e, seen_flags.begin() + b);
+            for (int64_t r = r0; r < r0 + nr; ++r) ++reported[static_cast<size_t>(r)];
+        });
+        omp_set_num_threads(threads);
+        EXPECT_EQ(std::memcmp(a.phase.data(), m.phase.data(), a.phase.size() * 4), 0);
+        EXPECT_EQ(a.flags, m.flags);
+        EXPECT_EQ(a.rg.lo, m.rg.lo);
+        EXPECT_EQ(a.rg.coh_lo, m.rg.coh_lo);
+        EXPECT_EQ(a.rg.coh_hi, m.rg.coh_hi);
+        if (!same) {  // after the phase: nothing reported (rows final on return)
+            EXPECT_EQ(std::count(reported.begin(), reported.end(), 0), w.rows);
+            continue;
+        }
+        EXPECT_EQ(std::count(reported.begin(), reported.end(), 1), w.rows) << "each row reported once";
+        EXPECT_EQ(std::memcmp(seen_phase.data(), a.phase.data(), a.phase.size() * 4), 0) << "a row reported before it was final";
+        EXPECT_EQ(seen_flags, a.flags) << "a row reported before its flags were final";
     }
-    const int threads = omp_get_max_threads();
-    omp_set_num_threads(6);
-    const Window w{5, 3, 690, 6990};
-    const auto src = gdal_sources(dir, false);
-    Filled a{std::vector<float>(static_cast<size_t>(w.size()), -9.0f), std::vector<uint8_t>(static_cast<size_t>(w.size()), 0xff), {}};
-    RegionArrays arr{H, W, w, a.phase.data(), a.flags.data(), nullptr, nullptr};
-    std::vector<float> seen_phase(a.phase.size(), -7.0f);
-    std::vector<uint8_t> seen_flags(a.flags.size(), 0xee), reported(static_cast<size_t>(w.rows), 0);
-    std::mutex mu;
-    a.rg = src->fill(arr, [&](int64_t r0, int64_t nr) {  // a copy of the rows as they are when reported
-        std::lock_guard<std::mutex> lock(mu);
-        const size_t b = static_cast<size_t>(r0 * w.cols), e = static_cast<size_t>((r0 + nr) * w.cols);
-        std::copy(a.phase.begin() + b, a.phase.begin() + e, seen_phase.begin() + b);
-        std::copy(a.flags.begin() + b, a.flags.begin() + e, seen_flags.begin() + b);
-        for (int64_t r = r0; r < r0 + nr; ++r) ++reported[static_cast<size_t>(r)];
-    });
-    omp_set_num_threads(threads);
-    const Filled m = fill(*memory_source(H, W, false, phase, {}, coh, mask), w);
-    EXPECT_EQ(std::memcmp(a.phase.data(), m.phase.data(), a.phase.size() * 4), 0);
-    EXPECT_EQ(a.flags, m.flags);
-    EXPECT_EQ(a.rg.lo, m.rg.lo);
-    EXPECT_EQ(a.rg.coh_lo, m.rg.coh_lo);
-    EXPECT_EQ(a.rg.coh_hi, m.rg.coh_hi);
-    EXPECT_EQ(std::count(reported.begin(), reported.end(), 1), w.rows) << "each row reported once";
-    EXPECT_EQ(std::memcmp(seen_phase.data(), a.phase.data(), a.phase.size() * 4), 0) << "a row reported before it was final";
-    EXPECT_EQ(seen_flags, a.flags) << "a row reported before its flags were final";
 }
 
 // Float64 and complex128 arrays, with a nodata value, fold as GDAL bands of those types do
