@@ -1,6 +1,6 @@
-// Streamed runs on the CUDA backend (issue 16, docs/ARCHITECTURE.md section 5.1): with a
-// --gpu-memory-limit smaller than the scene's window, the run goes in chunks and every dataset
-// is the CPU backend's in one piece, bit for bit. (2 ranks sharing the GPU in chunks: jobs/gpu/
+// Runs of the CUDA backend through the command line into files: streamed (issue 16,
+// docs/ARCHITECTURE.md section 5.1; with a --gpu-memory-limit smaller than the scene's window the
+// run goes in chunks) and in one piece, every dataset the CPU backend's in one piece, bit for bit. (2 ranks sharing the GPU in chunks: jobs/gpu/
 // device_streamed.sh, under mpirun from the shell; an mpirun started from this MPI process fails.)
 #include <gtest/gtest.h>
 
@@ -38,6 +38,27 @@ TEST(CudaStreamed, GpuMemoryLimitGivesTheCpuBits) {
     const auto two = run_tessera("unwrap -q --backend cuda --chunk-rows 1024" + c + (dir / "gpu_rows.h5"));
     ASSERT_EQ(two.exit_code, 0) << two.err;
     for (const char* o : {"gpu.h5", "gpu_rows.h5"}) {
+        EXPECT_TRUE(same_bits<float>(dir / "cpu.h5", dir / o, "unwrapped_phase")) << o;
+        EXPECT_TRUE(same_bits<uint32_t>(dir / "cpu.h5", dir / o, "connected_components")) << o;
+        EXPECT_TRUE(same_bits<int32_t>(dir / "cpu.h5", dir / o, "cycles")) << o;
+    }
+}
+
+// In one piece the CUDA backend's run prepares its phase's dataset while the device works
+// (Hdf5Writer::prepare_f32, docs section 7): the file holds the CPU backend's bits all the same,
+// and with --compress-phase (nothing prepared) too.
+TEST(CudaInOnePiece, PreparedOutputGivesTheCpuBits) {
+    SKIP_WITHOUT_GPU();
+    testing::TempDir dir("cuda_one_piece");
+    ASSERT_EQ(run_tessera("synth --case holes --size 2048x1800 --seed 17 " + dir.path().string()).exit_code, 0);
+    const std::string c = " --save-cycles --tile-size 128 --coherence " + (dir / "holes_coherence.tif") +
+                          " --min-coherence 0.3 " + (dir / "holes_wrapped.tif") + " ";
+    ASSERT_EQ(run_tessera("unwrap -q --backend cpu" + c + (dir / "cpu.h5")).exit_code, 0);
+    const auto one = run_tessera("unwrap -q --backend cuda" + c + (dir / "gpu.h5"));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const auto packed = run_tessera("unwrap -q --backend cuda --compress-phase 1" + c + (dir / "gpu_deflated.h5"));
+    ASSERT_EQ(packed.exit_code, 0) << packed.err;
+    for (const char* o : {"gpu.h5", "gpu_deflated.h5"}) {
         EXPECT_TRUE(same_bits<float>(dir / "cpu.h5", dir / o, "unwrapped_phase")) << o;
         EXPECT_TRUE(same_bits<uint32_t>(dir / "cpu.h5", dir / o, "connected_components")) << o;
         EXPECT_TRUE(same_bits<int32_t>(dir / "cpu.h5", dir / o, "cycles")) << o;
