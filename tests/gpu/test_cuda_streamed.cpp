@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include "support/cli.h"
@@ -22,6 +23,15 @@ bool same_bits(const std::string& a, const std::string& b, const std::string& na
     return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
 }
 
+// The phase, components and cycles of `dir`'s files `outputs` are cpu.h5's, bit for bit.
+void expect_cpu_bits(const testing::TempDir& dir, std::initializer_list<const char*> outputs) {
+    for (const char* o : outputs) {
+        EXPECT_TRUE(same_bits<float>(dir / "cpu.h5", dir / o, "unwrapped_phase")) << o;
+        EXPECT_TRUE(same_bits<uint32_t>(dir / "cpu.h5", dir / o, "connected_components")) << o;
+        EXPECT_TRUE(same_bits<int32_t>(dir / "cpu.h5", dir / o, "cycles")) << o;
+    }
+}
+
 TEST(CudaStreamed, GpuMemoryLimitGivesTheCpuBits) {
     SKIP_WITHOUT_GPU();
     testing::TempDir dir("cuda_streamed");
@@ -37,11 +47,7 @@ TEST(CudaStreamed, GpuMemoryLimitGivesTheCpuBits) {
     // Two chunks of 1024 rows (7 MB of phase each, inputs kept: page-locked once for all passes).
     const auto two = run_tessera("unwrap -q --backend cuda --chunk-rows 1024" + c + (dir / "gpu_rows.h5"));
     ASSERT_EQ(two.exit_code, 0) << two.err;
-    for (const char* o : {"gpu.h5", "gpu_rows.h5"}) {
-        EXPECT_TRUE(same_bits<float>(dir / "cpu.h5", dir / o, "unwrapped_phase")) << o;
-        EXPECT_TRUE(same_bits<uint32_t>(dir / "cpu.h5", dir / o, "connected_components")) << o;
-        EXPECT_TRUE(same_bits<int32_t>(dir / "cpu.h5", dir / o, "cycles")) << o;
-    }
+    expect_cpu_bits(dir, {"gpu.h5", "gpu_rows.h5"});
 }
 
 // In one piece the CUDA backend's run prepares its phase's dataset while the device works
@@ -58,11 +64,7 @@ TEST(CudaInOnePiece, PreparedOutputGivesTheCpuBits) {
     ASSERT_EQ(one.exit_code, 0) << one.err;
     const auto packed = run_tessera("unwrap -q --backend cuda --compress-phase 1" + c + (dir / "gpu_deflated.h5"));
     ASSERT_EQ(packed.exit_code, 0) << packed.err;
-    for (const char* o : {"gpu.h5", "gpu_deflated.h5"}) {
-        EXPECT_TRUE(same_bits<float>(dir / "cpu.h5", dir / o, "unwrapped_phase")) << o;
-        EXPECT_TRUE(same_bits<uint32_t>(dir / "cpu.h5", dir / o, "connected_components")) << o;
-        EXPECT_TRUE(same_bits<int32_t>(dir / "cpu.h5", dir / o, "cycles")) << o;
-    }
+    expect_cpu_bits(dir, {"gpu.h5", "gpu_deflated.h5"});
 }
 
 }  // namespace
