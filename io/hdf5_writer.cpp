@@ -795,10 +795,9 @@ void Hdf5Writer::prepare_f32(const std::string& name, const std::vector<Attribut
     if (Failure f = agree(comm_, local)) throw_failure(f, path_);
     if (first == HADDR_UNDEF) return;  // the write asks the library for each chunk's place
     populating_ = std::async(std::launch::async, [path = tmp_path_, first, rows = rows_, cols = cols_, chunk] {
-        const hsize_t c[2] = {chunk[0], chunk[1]};
         std::string problem;
         Lap lap;
-        (void)populate_chunks(path, first, rows, cols, c, sizeof(float), problem);  // advice: the write finds any fault
+        (void)populate_chunks(path, first, rows, cols, chunk, sizeof(float), problem);  // advice: the write finds any fault
         if (trace_on()) std::fprintf(stderr, "tessera: output pages made ready in %.1f ms\n", lap.next_ms());
     });
 }

@@ -71,15 +71,23 @@ struct HugeMapping {
     unsigned char* map = nullptr;  // the file's byte `base`
     void* reserved = MAP_FAILED;
     size_t reserved_bytes = 0;
-    HugeMapping(int fd, uint64_t base, uint64_t span) {
+    // A null `map` where it fails; `problem` then says why.
+    HugeMapping(int fd, uint64_t base, uint64_t span, std::string& problem) {
+        auto failed = [&] { problem = "cannot map " + std::to_string(span) + " bytes of the file (" + std::strerror(errno) + ")"; };
         reserved_bytes = static_cast<size_t>(span + 2 * kHuge);
         reserved = ::mmap(nullptr, reserved_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (reserved == MAP_FAILED) return;
+        if (reserved == MAP_FAILED) {
+            failed();
+            return;
+        }
         const auto r = reinterpret_cast<uintptr_t>(reserved);
         const uintptr_t at = (r + kHuge - 1) / kHuge * kHuge + static_cast<uintptr_t>(base % kHuge);
         void* m = ::mmap(reinterpret_cast<void*>(at), span, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
                          static_cast<off_t>(base));
-        if (m == MAP_FAILED) return;
+        if (m == MAP_FAILED) {
+            failed();
+            return;
+        }
         map = static_cast<unsigned char*>(m);
         if (!switch_is("TESSERA_HUGE_MAPPING", "0")) (void)::madvise(m, span, MADV_HUGEPAGE);  // advice only
     }
@@ -104,11 +112,8 @@ MappedWrite copy_through_mapping(int fd, const std::vector<haddr_t>& addr, uint6
     for (const haddr_t a : addr) lo = std::min(lo, a), hi = std::max<haddr_t>(hi, a + bytes);
     const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     const uint64_t base = lo / page * page, span = hi - base;
-    const HugeMapping hm(fd, base, span);
-    if (!hm.map) {
-        problem = "cannot map " + std::to_string(span) + " bytes of the file (" + std::strerror(errno) + ")";
-        return MappedWrite::unsupported;
-    }
+    const HugeMapping hm(fd, base, span, problem);
+    if (!hm.map) return MappedWrite::unsupported;
     unsigned char* map = hm.map;
     const auto* src = static_cast<const unsigned char*>(data);
     const auto* fb = static_cast<const unsigned char*>(fill);
@@ -147,6 +152,12 @@ MappedWrite allocate(int fd, uint64_t lo, uint64_t hi, std::string& problem) {
     if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) return MappedWrite::unsupported;
     problem = "cannot allocate " + std::to_string(hi - lo) + " bytes for the chunks (" + std::strerror(errno) + ")";
     return MappedWrite::failed;
+}
+
+// The end in the file of all the chunks of a rows x cols dataset from `first` (the implicit index).
+uint64_t chunks_end(haddr_t first, int64_t rows, int64_t cols, const hsize_t chunk[2], size_t elem) {
+    const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
+    return first + static_cast<uint64_t>(((rows + cr - 1) / cr) * ((cols + cc - 1) / cc)) * static_cast<uint64_t>(cr * cc) * elem;
 }
 
 MappedWrite open_rw(const std::string& path, Fd& f, std::string& problem) {
@@ -199,27 +210,20 @@ haddr_t implicit_first_chunk(hid_t dset, int64_t rows, int64_t cols, const hsize
 
 MappedWrite allocate_chunks(const std::string& path, haddr_t first, int64_t rows, int64_t cols, const hsize_t chunk[2],
                             size_t elem, std::string& problem) {
-    const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
-    const uint64_t total = static_cast<uint64_t>(((rows + cr - 1) / cr) * ((cols + cc - 1) / cc));
     Fd f;
     if (open_rw(path, f, problem) != MappedWrite::written) return MappedWrite::failed;
-    return allocate(f.fd, first, first + total * static_cast<uint64_t>(cr * cc) * elem, problem);
+    return allocate(f.fd, first, chunks_end(first, rows, cols, chunk, elem), problem);
 }
 
 MappedWrite populate_chunks(const std::string& path, haddr_t first, int64_t rows, int64_t cols, const hsize_t chunk[2],
                             size_t elem, std::string& problem) {
-    const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
-    const uint64_t end = first + static_cast<uint64_t>(((rows + cr - 1) / cr) * ((cols + cc - 1) / cc)) *
-                                     static_cast<uint64_t>(cr * cc) * elem;
+    const uint64_t end = chunks_end(first, rows, cols, chunk, elem);
     Fd f;
     if (open_rw(path, f, problem) != MappedWrite::written) return MappedWrite::failed;
     if (const MappedWrite a = allocate(f.fd, first, end, problem); a != MappedWrite::written) return a;
     const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)), base = first / page * page, span = end - base;
-    const HugeMapping hm(f.fd, base, span);
-    if (!hm.map) {
-        problem = "cannot map " + std::to_string(span) + " bytes of the file (" + std::strerror(errno) + ")";
-        return MappedWrite::unsupported;
-    }
+    const HugeMapping hm(f.fd, base, span, problem);
+    if (!hm.map) return MappedWrite::unsupported;
     // Each thread a contiguous stretch of whole huge pages (see copy_through_mapping).
     const uint64_t step = HugeMapping::kHuge;
 #pragma omp parallel

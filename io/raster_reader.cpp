@@ -668,7 +668,7 @@ void RasterReader::visit_mask(const Window& w, const MaskPiecesRead& fn) const {
 namespace {
 
 // visit_float_here and visit_mask_here: window w on the calling thread, through a dataset of the
-// pool's (every caller its own) and a buffer of the thread's (none where `direct`).
+// pool's (every caller its own) and a buffer of the window's size (none where `direct`).
 template <class T, class Rows, class Fn>
 void visit_here(const std::string& path, DatasetPool& again, int band_no, const Window& w, int thread, bool direct,
                 Rows&& rows, const Fn& fn) {
