@@ -45,10 +45,11 @@ struct BackendOps {
     // and returns it; more ranks on a node than GPUs is an error unless `share`. Throws
     // std::runtime_error with the reason. CPU: nothing to choose, -1.
     int (*select_device)(int local_rank, int local_size, int requested, bool share);
-    // pipeline/unwrap_region.h: unwrap_region on this backend's Region.
+    // pipeline/unwrap_region.h: unwrap_region on this backend's Region; `locks` (may be null)
+    // receives what stays page-locked of a's arrays (kernels/region.h HostLocks).
     RegionStats (*unwrap_region)(const RegionArrays& a, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
                                  std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage,
-                                 const RegionFill& fill);
+                                 const RegionFill& fill, HostLocks* locks);
     // pipeline/chunked_stages.h: unwrap_chunked on this backend's Region.
     RegionStats (*unwrap_chunked)(const RankGrid& grid, Comm& comm, const UnwrapParams& p, int64_t tile_rows,
                                   bool with_cycles, const ChunkRun& run);

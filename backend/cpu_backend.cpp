@@ -77,7 +77,7 @@ const BackendOps kCpuOps{
                                const ClaheParams&, Comm&, uint8_t*, int64_t)>(&clahe),
     static_cast<ClaheRange (*)(const float*, const uint8_t*, const Window&, int64_t, int64_t, int64_t,
                                const ClaheParams&, Comm&, uint16_t*, int64_t)>(&clahe),
-    false,
+    cpu::Region::kHostFreeInStages,
 };
 
 }  // namespace

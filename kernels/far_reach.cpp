@@ -80,7 +80,12 @@ int64_t l1(const Residue& a, const Residue& b) { return std::abs(int64_t{a.r} - 
 }  // namespace
 
 bool has_long_ground_cut(std::span<const Cut> cuts, int64_t H, int64_t W, int64_t R) {
-    return std::any_of(cuts.begin(), cuts.end(), [&](const Cut& c) { return long_ground(c, H, W, R); });
+    // On the host's threads: most scenes have none, so every cut is looked at (1.5 M at 32768² holes).
+    const auto n = static_cast<int64_t>(cuts.size());
+    bool any = false;
+#pragma omp parallel for schedule(static) reduction(|| : any) if (n >= 65536)
+    for (int64_t i = 0; i < n; ++i) any = any || long_ground(cuts[static_cast<size_t>(i)], H, W, R);
+    return any;
 }
 
 std::vector<Residue> grounded_near(std::span<const ClusterResidue> set, std::span<const uint8_t> grounded,

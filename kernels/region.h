@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -60,6 +61,11 @@ struct UnionFindState {
 // final on return. The CUDA backend uploads reported rows while the rest is read.
 using RowsReady = std::function<void(int64_t r0, int64_t n)>;
 using RegionFill = std::function<void(const RowsReady&)>;
+
+// Host arrays a backend still keeps page-locked after its Region is gone (cuda::Region::
+// take_host_locks): unlocked when the last copy goes, which must be before the arrays are freed,
+// so that the caller can unlock them beside other work (docs/ARCHITECTURE.md 7). Null: none.
+using HostLocks = std::shared_ptr<void>;
 
 // The offset solve's answer for the region's records (parallel arrays).
 struct ComponentAssignment {

@@ -1,5 +1,6 @@
 // unwrap_region on one backend's Region type: make the Region (filling it as it listens, for
-// a backend that can take rows while they are read), run the stages, download. Each
+// a backend that can take rows while they are read), run the stages, download, and hand the
+// host arrays' page-locking to the caller where it asks (`locks`, else undone here). Each
 // backend's table (backend/) instantiates it once.
 #pragma once
 #include <type_traits>
@@ -21,11 +22,14 @@ Region make_region(const RegionArrays& a, const Window& own, const TileGrid& til
 template <class Region>
 RegionStats region_stages(const RegionArrays& a, const RankGrid& grid, Comm& comm, const UnwrapParams& p,
                           std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage,
-                          const RegionFill& fill) {
+                          const RegionFill& fill, HostLocks* locks) {
     Region region = make_region<Region>(a, grid.own(comm.rank()), grid.tiles, fill);
     stage("upload");  // the CUDA backend copies phase and flags to the device here
     const RegionStats st = run_unwrap_stages(region, grid, comm, p, residues_out, stage);
     region.finish();
+    if constexpr (requires { region.take_host_locks(); }) {
+        if (locks) *locks = region.take_host_locks();
+    }
     stage("download");
     return st;
 }

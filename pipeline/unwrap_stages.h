@@ -3,21 +3,29 @@
 // Region (its data already uploaded) and calls finish() after any later device stage, so a
 // frame pipeline can chain stages on the device (pipeline/frame_lanes.cpp).
 #pragma once
+#include <cstdio>
 #include <functional>
+#include <future>
 #include <memory>
 #include <vector>
 
+#include "kernels/ab_switch.h"
 #include "kernels/label_width.h"
+#include "kernels/lap.h"
 #include "kernels/region.h"
 #include "partition/comm.h"
 #include "partition/global_solve.h"
 #include "partition/lake_exchange.h"
 #include "partition/matching.h"
+#include "partition/mpi_process.h"
 #include "partition/rank_grid.h"
 #include "pipeline/correct_cycles.h"
 #include "pipeline/unwrap_region.h"
 
 namespace tessera {
+
+// Own windows from which the lakes are labelled beside the residues' search (a frame's are not worth a thread).
+inline constexpr int64_t kLakesBesideFrom = int64_t{1} << 24;
 
 // Residues, cut clusters and rasterisation (sections 2-3). The lakes come from the host flags,
 // which every backend's region was filled from; the cluster rule runs in the backend's form
@@ -25,14 +33,27 @@ namespace tessera {
 template <class Region>
 MatchStats find_match_and_cut(Region& region, const RankGrid& grid, Comm& comm, int64_t radius, bool far,
                               std::vector<Residue>* residues_out, const std::function<void(const char*)>& stage) {
+    // Section 3.1's lakes read only the host flags: where the device finds the residues, they are
+    // labelled meanwhile on a thread of the host (0.1-0.2 s at 32768² on the H200's host; MPI
+    // from there only where the library allows calls from any thread; TESSERA_LAKES_BESIDE=0: after, A/B).
+    std::future<GlobalLakes> labelling;
+    if (Region::kHostFreeInStages && grid.own(comm.rank()).size() >= kLakesBesideFrom && !switch_is("TESSERA_LAKES_BESIDE", "0") &&
+        (comm.size() == 1 || mpi_calls_from_any_thread()))
+        labelling = std::async(std::launch::async, [&a = region.host_arrays(), &grid, &comm] { return GlobalLakes(a, grid, comm); });
     ResidueList res = region.find_residues();
     stage("residues");
     MatchStats ms;
     std::vector<Cut> cuts;
     {
-        const GlobalLakes lakes(region.host_arrays(), grid, comm);
+        Lap lap;  // TESSERA_TRACE: the matching's parts around match_residues
+        const bool beside = labelling.valid();
+        const GlobalLakes lakes = beside ? labelling.get() : GlobalLakes(region.host_arrays(), grid, comm);
+        const double labelled = lap.next_ms();
         const LakeView view = lake_view(lakes);
         cuts = match_residues(res, view, grid, radius, comm, ms, &Region::cut_clusters, far);
+        if (trace_on())
+            std::fprintf(stderr, "tessera: matching: the lakes %s in %.1f ms, match_residues %.1f ms\n",
+                         beside ? "waited for" : "labelled", labelled, lap.next_ms());
     }
     stage("matching");
     region.place_cuts(cuts);

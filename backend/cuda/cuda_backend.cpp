@@ -85,7 +85,7 @@ const BackendOps kCudaOps{
                                const ClaheParams&, Comm&, uint8_t*, int64_t)>(&cuda::clahe_from_host),
     static_cast<ClaheRange (*)(const float*, const uint8_t*, const Window&, int64_t, int64_t, int64_t,
                                const ClaheParams&, Comm&, uint16_t*, int64_t)>(&cuda::clahe_from_host),
-    true,
+    cuda::Region::kHostFreeInStages,
 };
 
 }  // namespace

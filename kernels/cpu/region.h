@@ -19,6 +19,8 @@ class Region {
 public:
     // `own` is a union of whole tiles of `grid`; `a` covers it plus the halo.
     Region(const RegionArrays& a, const Window& own, const TileGrid& grid);
+    // The stages run on the host's cores (backend.h host_free_in_stages).
+    static constexpr bool kHostFreeInStages = false;
 
     ResidueList find_residues();            // the own window's plaquettes, sorted by id
     const RegionArrays& host_arrays() const { return a_; }  // phase and flags as filled (lakes read them)

@@ -60,21 +60,6 @@ void HostStaging::pin_inputs() {
     pin(a_.cycles, nb * sizeof(int32_t));
 }
 
-void HostStaging::pin_inputs_async() {
-    const int device = current_device();
-    inputs_ = std::async(std::launch::async, [this, device] {
-                  if (cudaSetDevice(device) == cudaSuccess) pin_inputs();  // else the arrays stay pageable
-              }).share();
-}
-
-void HostStaging::wait_inputs() const {
-    if (inputs_.valid()) inputs_.wait();
-}
-
-void HostStaging::join_inputs() const {
-    if (inputs_.valid()) inputs_.get();
-}
-
 void HostStaging::pin_labels_async() {
     if (!a_.label || !pinning_enabled()) return;
     const int device = current_device();
@@ -92,7 +77,19 @@ void HostStaging::pin_labels() {
 
 void HostStaging::join() noexcept {
     if (labels_.valid()) labels_.wait();
-    if (inputs_.valid()) inputs_.wait();
+}
+
+std::shared_ptr<void> HostStaging::hand_over() {
+    join();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pinned_.empty()) return {};
+    auto ranges = std::make_shared<std::vector<void*>>(std::move(pinned_));
+    pinned_.clear();
+    const int device = current_device();  // the handle may go on a thread with another device current
+    return std::shared_ptr<void>(ranges.get(), [ranges, device](void*) {
+        if (cudaSetDevice(device) != cudaSuccess) return;
+        for (void* p : *ranges) (void)cudaHostUnregister(p);
+    });
 }
 
 void HostStaging::pin(void* p, size_t bytes) {

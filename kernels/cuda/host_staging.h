@@ -32,14 +32,9 @@ public:
     HostStaging(const HostStaging&) = delete;
     HostStaging& operator=(const HostStaging&) = delete;
 
-    // The arrays that go up and that finish() writes: phase, flags and cycles; now.
+    // The arrays that go up and that finish() writes: phase, flags and cycles; now, on any thread
+    // with the Region's device current (region_upload.h: beside a fill).
     void pin_inputs();
-    // The same on a thread of its own (with this thread's device current), beside a fill.
-    void pin_inputs_async();
-    // Until pin_inputs_async's thread is done (from any thread; at once when there is none).
-    void wait_inputs() const;
-    // The same, rethrowing what that thread threw (once the fill is over).
-    void join_inputs() const;
 
     // A scene's labels, on a thread of their own while the phase goes up (registering a
     // gigabyte takes ~50 ms on the lent H100 host); nothing when pinning is off or a.label is null.
@@ -50,13 +45,16 @@ public:
     // Joins the pinning threads (their errors are dropped: the arrays stay pageable).
     void join() noexcept;
 
+    // What was registered here, unregistered when the handle's last copy goes instead of by
+    // this destructor (no copy may use the arrays any more); null when nothing was.
+    std::shared_ptr<void> hand_over();
+
 private:
     void pin(void* p, size_t bytes);  // thread-safe
 
     RegionArrays a_;
     std::mutex mu_;
     std::vector<void*> pinned_;  // host ranges registered here
-    std::shared_future<void> inputs_;
     std::future<void> labels_;
 };
 

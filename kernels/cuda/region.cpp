@@ -110,12 +110,20 @@ struct Region::Impl {
         // finish() downloads u (and flags) into the host arrays. A filled Region pins beside
         // the fill; the labels are pinned on a thread of their own meanwhile.
         staging.pin_labels_async();
-        if (!fill) staging.pin_inputs();
-        d.phase = (phase_mem = StreamBuffer<float>(nb, s, "allocate phase")).get();
-        // The phase sets off before the other allocations (mapping gigabytes takes milliseconds the first time).
-        if (!fill) check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
-        allocate_flags_and_nodes();
-        if (fill) upload_filled(*fill, a, staging, d.phase, s);
+        if (fill) {
+            // The device arrays are made beside the fill (mapping gigabytes takes milliseconds the first time).
+            upload_filled(*fill, a, staging, [this, nb] {
+                d.phase = (phase_mem = StreamBuffer<float>(nb, s, "allocate phase")).get();
+                allocate_flags_and_nodes();
+                return d.phase;
+            }, s);
+        } else {
+            staging.pin_inputs();
+            d.phase = (phase_mem = StreamBuffer<float>(nb, s, "allocate phase")).get();
+            // The phase sets off before the other allocations.
+            check(cudaMemcpyAsync(d.phase, a.phase, nb * sizeof(float), cudaMemcpyHostToDevice, s), "upload phase");
+            allocate_flags_and_nodes();
+        }
         copy_stream.emplace("cudaStreamCreate (copies)");
         flags_up.emplace();
         cuts_down.emplace();
@@ -221,6 +229,13 @@ Region::Region(Region&&) noexcept = default;
 Region& Region::operator=(Region&&) noexcept = default;
 
 const RegionArrays& Region::host_arrays() const { return impl_->a; }
+
+HostLocks Region::take_host_locks() {
+    Impl& m = *impl_;
+    if (m.copy_stream) check(cudaStreamSynchronize(m.copy_stream->get()), "take_host_locks (sync)");
+    check(cudaStreamSynchronize(m.s), "take_host_locks (sync)");
+    return m.staging.hand_over();
+}
 
 Region::DeviceResult Region::device_result() const {
     const Impl& m = *impl_;

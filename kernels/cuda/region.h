@@ -66,6 +66,8 @@ public:
     };
     Region(const RegionArrays& a, const Window& own, const TileGrid& grid, const DeviceInput& in);
     ~Region();
+    // The stages run on the device, the host's cores free meanwhile (backend.h host_free_in_stages).
+    static constexpr bool kHostFreeInStages = true;
     Region(Region&&) noexcept;
     Region& operator=(Region&&) noexcept;
     Region(const Region&) = delete;
@@ -103,6 +105,9 @@ public:
     // apply(), u, labels and cycles into the host arrays. May also be called after any earlier
     // stage (then it copies the flags alone); the region stays usable.
     void finish();
+    // After finish(): the host arrays' page-locking, handed to the caller (kernels/region.h
+    // HostLocks) instead of undone when the Region goes; the Region must not copy again.
+    HostLocks take_host_locks();
 
     // Host memory that several Regions in turn upload from and download to, page-locked once for
     // all of them (host_staging.h lock_host_range; null where it stays pageable).

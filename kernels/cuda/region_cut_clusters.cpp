@@ -18,9 +18,14 @@ namespace {
 // plaquette) and room for the allocator's rounding.
 int64_t device_rule_bytes(std::span<const ClusterResidue> res) {
     int64_t r0 = INT64_MAX, r1 = 0, c0 = INT64_MAX, c1 = 0;
-    for (const ClusterResidue& x : res)
-        r0 = std::min<int64_t>(r0, x.res.r), r1 = std::max<int64_t>(r1, x.res.r), c0 = std::min<int64_t>(c0, x.res.c),
-        c1 = std::max<int64_t>(c1, x.res.c);
+    const auto n = static_cast<int64_t>(res.size());
+    // On the host's threads: 12.5 M records (600 MB) on one were some 0.05 s of 32768² holes' matching.
+#pragma omp parallel for schedule(static) reduction(min : r0, c0) reduction(max : r1, c1) if (n >= 65536)
+    for (int64_t i = 0; i < n; ++i) {
+        const Residue& x = res[static_cast<size_t>(i)].res;
+        r0 = std::min<int64_t>(r0, x.r), r1 = std::max<int64_t>(r1, x.r), c0 = std::min<int64_t>(c0, x.c),
+        c1 = std::max<int64_t>(c1, x.c);
+    }
     const int64_t box = (r1 - r0 + 1) * (c1 - c0 + 1);
     return 256 * static_cast<int64_t>(res.size()) + box / 8 + box / 16 + (int64_t{64} << 20);
 }

@@ -3,12 +3,18 @@
 #include "kernels/cuda/region_upload.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <cstdio>
 #include <cstring>
+#include <future>
 #include <mutex>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
+#include "kernels/ab_switch.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/lap.h"
 
 namespace tessera::cuda {
 namespace {
@@ -29,30 +35,73 @@ bool any_set(const uint8_t* p, size_t n) {
 
 }  // namespace
 
-void upload_filled(const RegionFill& fill, const RegionArrays& a, HostStaging& staging, float* d_phase,
-                   cudaStream_t s) {
+void upload_filled(const RegionFill& fill, const RegionArrays& a, HostStaging& staging,
+                   const std::function<float*()>& allocate, cudaStream_t s) {
     const Window& b = a.buf;
     const size_t row_bytes = static_cast<size_t>(b.cols) * sizeof(float);
-    staging.pin_inputs_async();
+    const bool trace = trace_on();
+    Lap since_fill;
+    // TESSERA_ALLOC_BESIDE=0: the device arrays allocated before the fill starts (A/B).
+    float* d_phase = switch_is("TESSERA_ALLOC_BESIDE", "0") ? allocate() : nullptr;
     std::vector<uint8_t> sent(static_cast<size_t>(b.rows), 0);
+    std::vector<std::pair<int64_t, int64_t>> queued;  // reported, not yet sent
+    bool filled = false;
     std::mutex mu;
+    std::condition_variable more;
     const RowsReady ready = [&](int64_t r0, int64_t n) {
         if (r0 < 0 || n < 0 || r0 + n > b.rows) throw std::out_of_range("cuda::Region: filled rows outside the buffer");
         if (n == 0) return;
-        staging.wait_inputs();
-        const size_t off = static_cast<size_t>(r0) * static_cast<size_t>(b.cols);
-        check(cudaMemcpyAsync(d_phase + off, a.phase + off, static_cast<size_t>(n) * row_bytes, cudaMemcpyHostToDevice, s),
-              "upload phase rows");
-        std::lock_guard<std::mutex> lock(mu);
-        std::fill(sent.begin() + r0, sent.begin() + r0 + n, uint8_t{1});
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            queued.emplace_back(r0, n);
+        }
+        more.notify_one();
+    };
+    // The sender: the device arrays, the page-locking, then the rows as they are reported; the
+    // fill's threads never wait for it.
+    int device = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    auto sender = std::async(std::launch::async, [&, device] {
+        check(cudaSetDevice(device), "cudaSetDevice (upload)");
+        if (!d_phase) d_phase = allocate();
+        const double allocated = since_fill.next_ms();
+        staging.pin_inputs();
+        const double pinned = since_fill.next_ms();
+        std::unique_lock<std::mutex> lock(mu);
+        while (true) {
+            more.wait(lock, [&] { return filled || !queued.empty(); });
+            if (queued.empty()) break;  // filled
+            const auto take = std::exchange(queued, {});
+            lock.unlock();
+            for (const auto& [r0, n] : take) {
+                const size_t off = static_cast<size_t>(r0) * static_cast<size_t>(b.cols);
+                check(cudaMemcpyAsync(d_phase + off, a.phase + off, static_cast<size_t>(n) * row_bytes,
+                                      cudaMemcpyHostToDevice, s),
+                      "upload phase rows");
+                std::fill(sent.begin() + r0, sent.begin() + r0 + n, uint8_t{1});  // this thread's alone until joined
+            }
+            lock.lock();
+        }
+        if (trace)
+            std::fprintf(stderr, "tessera: upload beside the fill: device arrays %.1f ms, page-locked %.1f ms after\n",
+                         allocated, pinned);
+    });
+    auto stop_sender = [&] {
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            filled = true;
+        }
+        more.notify_one();
     };
     try {
         fill(ready);
     } catch (...) {
-        staging.wait_inputs();  // what it registered is undone with the staging
+        stop_sender();
+        sender.wait();  // what it allocated and registered is undone with the Region
         throw;
     }
-    staging.join_inputs();
+    stop_sender();
+    sender.get();
     for (int64_t r = 0; r < b.rows;) {  // rows never reported, in runs
         if (sent[static_cast<size_t>(r)]) {
             ++r;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "kernels/cuda/host_staging.h"
 #include "kernels/cuda/kernels.h"
@@ -14,12 +15,13 @@
 
 namespace tessera::cuda {
 
-// Runs `fill` over a's host arrays while they are page-locked on a thread of their own
-// (staging.pin_inputs_async), queueing the phase rows it reports (from its threads, in any
-// order) onto d_phase on s once that is done, then the rows it did not report. An exception
-// from fill propagates once the pinning thread is done.
-void upload_filled(const RegionFill& fill, const RegionArrays& a, HostStaging& staging, float* d_phase,
-                   cudaStream_t s);
+// Runs `fill` over a's host arrays on this thread while a thread of its own calls `allocate` (the
+// Region's device arrays, on s; it returns the device phase), page-locks the inputs (staging.
+// pin_inputs) and then queues the phase rows fill reports (from its threads, in any order) onto
+// the device phase on s as they come; then the rows it did not report. An exception from fill
+// propagates once that thread is done.
+void upload_filled(const RegionFill& fill, const RegionArrays& a, HostStaging& staging,
+                   const std::function<float*()>& allocate, cudaStream_t s);
 
 // Queues a scene's flags onto d_flags (padded to 4 bytes) on the copy stream cs, behind their
 // allocation's place in s's order, and records flags_up on cs after them. Returns whether every

@@ -64,7 +64,7 @@ TEST(Backend, CpuTableRunsTheUnwrapper) {
             Comm self(MPI_COMM_SELF);
             RankGrid grid;
             grid.tiles = TileGrid(s.rows, s.cols, 32);
-            backend_ops(Backend::kCpu).unwrap_region(a, grid, self, p, nullptr, [](const char*) {}, {});
+            backend_ops(Backend::kCpu).unwrap_region(a, grid, self, p, nullptr, [](const char*) {}, {}, nullptr);
         } else {
             unwrap_image(a, 32, p);
         }
