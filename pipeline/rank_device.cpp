@@ -21,4 +21,15 @@ int select_rank_device(Comm& comm, Backend backend, int requested, bool share) {
     return device;
 }
 
+std::future<void> warm_rank_device(Comm& comm, Backend backend, int requested, bool share) {
+    if (backend == Backend::kCpu) return {};
+    const auto [local_rank, local_size] = comm.node_local_rank();
+    return std::async(std::launch::async, [=] {
+        try {
+            (void)backend_ops(backend).select_device(local_rank, local_size, requested, share);
+        } catch (...) {  // select_rank_device says what is wrong, on every rank
+        }
+    });
+}
+
 }  // namespace tessera

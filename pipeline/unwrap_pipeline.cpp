@@ -325,6 +325,15 @@ std::vector<std::pair<std::string, GeoTiffBand>> geotiff_outputs(const UnwrapOpt
 
 namespace {
 
+// A run in one piece's host arrays over its buffer (docs/ARCHITECTURE.md 5.1; cycles only with --save-cycles).
+struct InCoreArrays {
+    HostBuffer<float> phase;
+    HostBuffer<uint8_t> flags;
+    HostBuffer<uint32_t> label;
+    HostBuffer<int32_t> cycles;
+    InCoreArrays(size_t n, bool with_cycles) : phase(n), flags(n), label(n), cycles(with_cycles ? n : 0) {}
+};
+
 // The run: into the files of `opt`, or into `memory` when given (no file written or checked).
 UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResult* memory, MPI_Comm mpi_comm) {
     using clock = std::chrono::steady_clock;
@@ -341,6 +350,8 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         progress.stage(name, s);
         t_stage = now;
     };
+
+    std::future<void> warming = warm_rank_device(comm, opt.backend, opt.device, opt.share_gpus);
 
     // --- inputs and their checks (section 7), agreed on by every rank ---
     std::unique_ptr<PhaseSource> owned;
@@ -388,11 +399,6 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                               opt.rank_grid, opt.input);
     });
     const double checked_ms = std::chrono::duration<double, std::milli>(clock::now() - t_start).count();
-    select_rank_device(comm, opt.backend, opt.device, opt.share_gpus);
-    if (trace_on())
-        std::fprintf(stderr, "tessera: the inputs checked %.1f ms and the device chosen %.1f ms into the run\n", checked_ms,
-                     std::chrono::duration<double, std::milli>(clock::now() - t_start).count());
-    const BackendOps& ops = backend_ops(opt.backend);
     const RasterInfo& info = in->info();
     const int64_t H = info.rows, W = info.cols;
     const Window own = grid.own(rank), buf = grid.buffer(rank);
@@ -407,6 +413,28 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                                : avail < 0          ? -1
                                                     : comm.min(avail / std::max<int64_t>(1, local_ranks));
     const int64_t host_reserved = comm.max(memory_reserved(host_limit, opt.memory_limit > 0));
+    // Where the host holds the window in one piece (and a given --gpu-memory-limit the device), its
+    // arrays are touched while the device's context is made (warm_rank_device); the GPU's free
+    // memory may still say chunks, and then they go unused.
+    std::optional<InCoreArrays> early;
+    {
+        Lap alloc;  // TESSERA_TRACE: the arrays' first touches, counted in the read stage
+        try {
+            PlanRequest q = plan_request(opt, info, comm.size());
+            q.host_limit = host_limit, q.host_reserved = host_reserved, q.device_limit = opt.gpu_memory_limit > 0 ? opt.gpu_memory_limit : -1;
+            if (make_plan(q, opt.input).in_core()) early.emplace(static_cast<size_t>(buf.size()), opt.save_cycles);
+        } catch (const std::exception&) {  // the plan below says what is wrong
+        }
+        if (early && trace_on())
+            std::fprintf(stderr, "tessera: %.1f ms into the run, the region's host arrays allocated and touched in %.1f ms\n",
+                         std::chrono::duration<double, std::milli>(clock::now() - t_start).count(), alloc.next_ms());
+    }
+    if (warming.valid()) warming.wait();
+    select_rank_device(comm, opt.backend, opt.device, opt.share_gpus);
+    if (trace_on())
+        std::fprintf(stderr, "tessera: the inputs checked %.1f ms and the device chosen %.1f ms into the run\n", checked_ms,
+                     std::chrono::duration<double, std::milli>(clock::now() - t_start).count());
+    const BackendOps& ops = backend_ops(opt.backend);
     const int64_t device_free = opt.gpu_memory_limit > 0 ? opt.gpu_memory_limit : ops.device_free_bytes();
     const int64_t device_limit = device_free < 0 ? -1 : comm.min(device_free);
     Plan plan;
@@ -472,14 +500,14 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         stage_done(s);
     };
 
+    if (!plan.in_core()) early.reset();
     if (plan.in_core()) {
         Lap alloc;  // TESSERA_TRACE: the arrays' first touches, counted in the read stage
-        HostBuffer<float> phase(static_cast<size_t>(buf.size()));
-        HostBuffer<uint8_t> flags(static_cast<size_t>(buf.size()));
-        HostBuffer<uint32_t> label(static_cast<size_t>(buf.size()));
-        HostBuffer<int32_t> cycles(opt.save_cycles ? static_cast<size_t>(buf.size()) : 0);
+        const bool made_early = early.has_value();
+        if (!made_early) early.emplace(static_cast<size_t>(buf.size()), opt.save_cycles);
+        auto& [phase, flags, label, cycles] = *early;
         RegionArrays a{H, W, buf, phase.data(), flags.data(), label.data(), opt.save_cycles ? cycles.data() : nullptr};
-        if (trace_on())
+        if (!made_early && trace_on())
             std::fprintf(stderr, "tessera: %.1f ms into the run, the region's host arrays allocated and touched in %.1f ms\n",
                          std::chrono::duration<double, std::milli>(clock::now() - t_start).count(), alloc.next_ms());
         // The read fills the region's arrays once the backend's region exists, so that the CUDA
@@ -663,6 +691,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         for (auto& s : sinks) s->finish(attrs);  // the HDF5 complete and closed, then the GeoTIFF from it
         if (trace_on()) std::fprintf(stderr, "tessera: finish: report %.1f ms, sinks %.1f ms\n", reported, lap.next_ms());
     }
+    early.reset();  // the arrays gone here as the run in one piece ends (after the unlocking beside its write)
 
     if (quicklook) {
         // Each rank reduces its window to quicklook cells; rank 0 draws them.

@@ -2,6 +2,7 @@
 // docs/ARCHITECTURE.md section 5.1; with a --gpu-memory-limit smaller than the scene's window the
 // run goes in chunks) and in one piece, every dataset the CPU backend's in one piece, bit for bit. (2 ranks sharing the GPU in chunks: jobs/gpu/
 // device_streamed.sh, under mpirun from the shell; an mpirun started from this MPI process fails.)
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -79,6 +80,28 @@ TEST(CudaInOnePiece, AutoGuideTakenAfterTheUploadGivesTheCpuBits) {
     ASSERT_EQ(one.exit_code, 0) << one.err;
     EXPECT_EQ(testing::root_attribute<int64_t>(dir / "gpu.h5", "guide_window", H5T_NATIVE_INT64), 5);
     EXPECT_EQ(testing::root_attribute<int64_t>(dir / "gpu.h5", "guide_auto", H5T_NATIVE_INT64), 1);
+    expect_cpu_bits(dir, {"gpu.h5"});
+}
+
+// The host arrays of a run in one piece are touched while the device's context is made, before
+// the GPU's free memory is known (docs section 5.1): where it then says chunks they go unused. The
+// GPU is filled here, bar about 1.5 GB, so that an 8192² scene (1.6 GB in one piece) streams.
+TEST(CudaInOnePiece, ArraysTouchedEarlyGoUnusedWhenTheGpuSaysChunks) {
+    SKIP_WITHOUT_GPU();
+    testing::TempDir dir("cuda_gpu_full");
+    ASSERT_EQ(run_tessera("synth --case holes --size 8192x8192 --seed 23 " + dir.path().string()).exit_code, 0);
+    const std::string c = " --save-cycles --tile-size 256 --coherence " + (dir / "holes_coherence.tif") +
+                          " --min-coherence 0.3 " + (dir / "holes_wrapped.tif") + " ";
+    ASSERT_EQ(run_tessera("unwrap -q --backend cpu" + c + (dir / "cpu.h5")).exit_code, 0);
+    size_t free = 0, total = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+    const size_t leave = size_t{3} << 29;
+    void* taken = nullptr;
+    ASSERT_EQ(cudaMalloc(&taken, free - leave), cudaSuccess);
+    const auto run = run_tessera("unwrap --backend cuda" + c + (dir / "gpu.h5"));
+    (void)cudaFree(taken);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_NE(run.err.find("chunk(s) of"), std::string::npos) << run.err;  // the plan, printed at the start
     expect_cpu_bits(dir, {"gpu.h5"});
 }
 
