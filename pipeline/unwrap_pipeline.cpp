@@ -413,21 +413,26 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                                : avail < 0          ? -1
                                                     : comm.min(avail / std::max<int64_t>(1, local_ranks));
     const int64_t host_reserved = comm.max(memory_reserved(host_limit, opt.memory_limit > 0));
-    // Where the host holds the window in one piece (and a given --gpu-memory-limit the device), its
-    // arrays are touched while the device's context is made (warm_rank_device); the GPU's free
-    // memory may still say chunks, and then they go unused.
-    std::optional<InCoreArrays> early;
-    {
-        Lap alloc;  // TESSERA_TRACE: the arrays' first touches, counted in the read stage
-        try {
-            PlanRequest q = plan_request(opt, info, comm.size());
-            q.host_limit = host_limit, q.host_reserved = host_reserved, q.device_limit = opt.gpu_memory_limit > 0 ? opt.gpu_memory_limit : -1;
-            if (make_plan(q, opt.input).in_core()) early.emplace(static_cast<size_t>(buf.size()), opt.save_cycles);
-        } catch (const std::exception&) {  // the plan below says what is wrong
-        }
-        if (early && trace_on())
+    auto plan_for = [&](int64_t device_limit) {
+        PlanRequest q = plan_request(opt, info, comm.size());
+        q.host_limit = host_limit, q.host_reserved = host_reserved, q.device_limit = device_limit;
+        return make_plan(q, opt.input);
+    };
+    // A run in one piece's host arrays (counted in the read stage). Where the host holds the window
+    // in one piece (and a given --gpu-memory-limit the device) they are touched while the device's
+    // context is made (warm_rank_device); the GPU's free memory may still say chunks, and then
+    // they go unused.
+    std::optional<InCoreArrays> arrays;
+    auto make_arrays = [&] {
+        Lap alloc;
+        arrays.emplace(static_cast<size_t>(buf.size()), opt.save_cycles);
+        if (trace_on())
             std::fprintf(stderr, "tessera: %.1f ms into the run, the region's host arrays allocated and touched in %.1f ms\n",
                          std::chrono::duration<double, std::milli>(clock::now() - t_start).count(), alloc.next_ms());
+    };
+    try {
+        if (plan_for(opt.gpu_memory_limit > 0 ? opt.gpu_memory_limit : -1).in_core()) make_arrays();
+    } catch (const std::exception&) {  // the plan below says what is wrong
     }
     if (warming.valid()) warming.wait();
     select_rank_device(comm, opt.backend, opt.device, opt.share_gpus);
@@ -440,9 +445,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
     Plan plan;
     std::unique_ptr<ScratchFile> scratch;  // --scratch, a streamed run's (section 5.1)
     agree(comm, [&] {
-        PlanRequest q = plan_request(opt, info, comm.size());
-        q.host_limit = host_limit, q.host_reserved = host_reserved, q.device_limit = device_limit;
-        plan = make_plan(q, opt.input);
+        plan = plan_for(device_limit);
         if (!memory) check_output_space(opt, H * W);
         // The directory is checked whether or not the run streams: a bad one is one line either way.
         if (!opt.scratch.empty() && plan.in_core()) check_scratch_dir(opt.scratch);
@@ -500,16 +503,10 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         stage_done(s);
     };
 
-    if (!plan.in_core()) early.reset();
     if (plan.in_core()) {
-        Lap alloc;  // TESSERA_TRACE: the arrays' first touches, counted in the read stage
-        const bool made_early = early.has_value();
-        if (!made_early) early.emplace(static_cast<size_t>(buf.size()), opt.save_cycles);
-        auto& [phase, flags, label, cycles] = *early;
+        if (!arrays) make_arrays();
+        auto& [phase, flags, label, cycles] = *arrays;
         RegionArrays a{H, W, buf, phase.data(), flags.data(), label.data(), opt.save_cycles ? cycles.data() : nullptr};
-        if (!made_early && trace_on())
-            std::fprintf(stderr, "tessera: %.1f ms into the run, the region's host arrays allocated and touched in %.1f ms\n",
-                         std::chrono::duration<double, std::milli>(clock::now() - t_start).count(), alloc.next_ms());
         // The read fills the region's arrays once the backend's region exists, so that the CUDA
         // backend uploads phase rows while the rest is read (issue 5; kernels/region.h).
         // Auto (section 2.2): the census counts the phase as read; where it takes the guide, whose
@@ -551,10 +548,13 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         };
         HostLocks locks;
         HostLocks* const keep_locks = switch_is("TESSERA_UNLOCK_BESIDE", "0") ? nullptr : &locks;
+        auto unwrap = [&] {
+            return ops.unwrap_region(a, grid, comm, params, opt.save_residues ? &res : nullptr, in_core_hook, read_stage, keep_locks);
+        };
         try {
-            st = ops.unwrap_region(a, grid, comm, params, opt.save_residues ? &res : nullptr, in_core_hook, read_stage, keep_locks);
+            st = unwrap();
         } catch (const GuideTaken&) {
-            st = ops.unwrap_region(a, grid, comm, params, opt.save_residues ? &res : nullptr, in_core_hook, read_stage, keep_locks);
+            st = unwrap();
         }
         // The arrays' page-locking undone beside the write (0.14-0.19 s for 9.7 GB on the H200
         // host, section 7), finished before they are freed: this future goes first
@@ -599,6 +599,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         if (trace_on()) std::fprintf(stderr, "tessera: sinks written and closed in %.1f ms\n", sinks_lap.next_ms());
         if (quicklook) cells = quicklook_cells(parts.window.u, parts.window.label, own, buf.cols, qg, st.label_bytes);
     } else {
+        arrays.reset();
         // Chunks (section 5.1): each read three times; the checks of what the inputs claim to be
         // after the first pass; each chunk's result written as it is applied.
         // A chunk's arrays are allocated on one thread and freed on another: mapped from the system and
@@ -691,7 +692,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         for (auto& s : sinks) s->finish(attrs);  // the HDF5 complete and closed, then the GeoTIFF from it
         if (trace_on()) std::fprintf(stderr, "tessera: finish: report %.1f ms, sinks %.1f ms\n", reported, lap.next_ms());
     }
-    early.reset();  // the arrays gone here as the run in one piece ends (after the unlocking beside its write)
+    arrays.reset();  // gone as the run in one piece ends (after the unlocking beside its write)
 
     if (quicklook) {
         // Each rank reduces its window to quicklook cells; rank 0 draws them.
