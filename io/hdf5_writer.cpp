@@ -518,8 +518,28 @@ Failure Hdf5Writer::write_window(const std::string& name, const Window& own, con
         if (writes_own_chunks(own)) {
             if (takes_mapped_chunks(dset.get())) {
                 std::string problem;
-                const MappedWrite m = write_mapped_chunks(tmp_path_, dset.get(), data, stride, own.rows, cols_, sizeof(T),
-                                                          chunk, &fill, src_elem, own.row0, problem);
+                PlacedChunks placed;
+                MappedWrite m = place_mapped_chunks(tmp_path_, dset.get(), own.rows, cols_, sizeof(T), chunk, own.row0,
+                                                    placed, problem);
+                if (m == MappedWrite::written && copies_beside_ && !gather_) {
+                    // Section 7: the copy on a thread of its own while the next datasets go
+                    // through the library; write_beside joins it (the space is allocated: a
+                    // mapping that fails then is a failure).
+                    copies_.push_back(std::async(std::launch::async, [placed = std::move(placed), data, stride, src_elem, fill,
+                                                                      where]() -> std::string {
+                        try {
+                            std::string e;
+                            return copy_placed_chunks(placed, data, stride, src_elem, &fill, e) == MappedWrite::written
+                                       ? std::string()
+                                       : where + ": " + e;
+                        } catch (const std::exception& x) {
+                            return where + ": " + x.what();
+                        }
+                    }));
+                    how = "mapped (copied beside the next writes)";
+                    break;
+                }
+                if (m == MappedWrite::written) m = copy_placed_chunks(placed, data, stride, src_elem, &fill, problem);
                 if (m == MappedWrite::failed) {
                     fail(problem);
                     break;
@@ -769,6 +789,33 @@ void Hdf5Writer::write_dataset(const std::string& name, const Window& own, const
         std::fprintf(stderr, "tessera: hdf5 %-22s %9.1f MB %s%s in %8.1f ms\n", name.c_str(),
                      static_cast<double>(std::max<int64_t>(own.size(), 0)) * static_cast<double>(sizeof(T)) / 1e6,
                      gather_ && !done ? "sent to rank 0, written " : "", how, took.next_ms());
+}
+
+void Hdf5Writer::write_beside(const std::function<void()>& writes) {
+    static const bool off = switch_is("TESSERA_COPY_BESIDE", "0");  // A/B studies
+    if (off) return writes();
+    copies_beside_ = true;
+    auto join = [&] {  // the copies read the caller's arrays: joined on every path out
+        copies_beside_ = false;
+        Failure local;
+        for (std::future<std::string>& c : copies_)
+            if (std::string e = c.get(); !e.empty() && !local) local = {FailKind::kRuntime, e};
+        copies_.clear();
+        return local;
+    };
+    try {
+        writes();
+    } catch (...) {
+        (void)join();
+        throw;
+    }
+    Lap waited;
+    const Failure local = join();
+    if (trace_on()) std::fprintf(stderr, "tessera: mapped copies beside the library's writes: waited %.1f ms for them\n", waited.next_ms());
+    if (Failure f = agree(comm_, local)) {
+        failed_together_ = true;
+        throw_failure(f, path_);
+    }
 }
 
 void Hdf5Writer::prepare_f32(const std::string& name, const std::vector<Attribute>& attrs) {

@@ -258,47 +258,61 @@ MappedWrite write_mapped_window(const std::string& path, haddr_t first, int64_t 
     return m == MappedWrite::unsupported ? MappedWrite::failed : m;  // the space was allocated: a map that fails is a failure
 }
 
-MappedWrite write_mapped_chunks(const std::string& path, hid_t dset, const void* data, int64_t stride, int64_t rows,
-                                int64_t cols, size_t elem, const hsize_t chunk[2], const void* fill, size_t src_elem,
-                                int64_t row0, std::string& problem) {
-    if (src_elem == 0) src_elem = elem;
+MappedWrite place_mapped_chunks(const std::string& path, hid_t dset, int64_t rows, int64_t cols, size_t elem,
+                                const hsize_t chunk[2], int64_t row0, PlacedChunks& out, std::string& problem) {
     const int64_t cr = static_cast<int64_t>(chunk[0]), cc = static_cast<int64_t>(chunk[1]);
     const int64_t nr = (rows + cr - 1) / cr, nc = (cols + cc - 1) / cc, total = nr * nc;
     const uint64_t bytes = static_cast<uint64_t>(cr * cc) * elem;
+    out = PlacedChunks{{}, row0, rows, cols, elem, {chunk[0], chunk[1]}, false, nullptr};
     if (total == 0) return MappedWrite::written;
     // Each chunk's place in the file, as the library allocated it at the dataset's creation.
     // HDF5 1.10 finds a chunk by walking the index up to it: looking up a window's n chunks took
     // O(n^2) (0.2-1.4 s for 4 968 chunks on the lent H100 host). In the implicit index (the file
     // format's: chunk i of the row-major chunk grid at first + i * bytes) the window's whole rows of
     // chunks are consecutive: their places are computed (implicit_first_chunk checks the layout).
-    Lap lap;
-    std::vector<haddr_t> addr(static_cast<size_t>(total));
+    std::vector<haddr_t>& addr = out.addr;
+    addr.resize(static_cast<size_t>(total));
     hsize_t dims[2] = {0, 0};
     const hid_t space = H5Dget_space(dset);
     const bool two_d = space >= 0 && H5Sget_simple_extent_ndims(space) == 2 && H5Sget_simple_extent_dims(space, dims, nullptr) == 2;
     if (space >= 0) H5Sclose(space);
     const haddr_t first = two_d ? implicit_first_chunk(dset, static_cast<int64_t>(dims[0]), cols, chunk, elem) : HADDR_UNDEF;
-    const bool computed = first != HADDR_UNDEF;
-    for (int64_t k = 0; k < total && computed; ++k)
+    out.computed = first != HADDR_UNDEF;
+    for (int64_t k = 0; k < total && out.computed; ++k)
         addr[static_cast<size_t>(k)] = first + static_cast<haddr_t>((row0 / cr) * nc + k) * bytes;
-    for (int64_t k = 0; k < total && !computed; ++k)
+    for (int64_t k = 0; k < total && !out.computed; ++k)
         if ((addr[static_cast<size_t>(k)] = chunk_place(dset, row0 + (k / nc) * cr, (k % nc) * cc, bytes)) == HADDR_UNDEF)
             return MappedWrite::unsupported;
     haddr_t lo = HADDR_UNDEF, hi = 0;
     for (const haddr_t a : addr) lo = std::min(lo, a), hi = std::max<haddr_t>(hi, a + bytes);
-    const double places_ms = lap.next_ms();
 
     Fd f;
     if (open_rw(path, f, problem) != MappedWrite::written) return MappedWrite::failed;
     // The space first: where the file system cannot, the library writes instead.
     if (const MappedWrite a = allocate(f.fd, lo, hi, problem); a != MappedWrite::written) return a;
+    out.fd = std::shared_ptr<const int>(new int(f.fd), [](const int* fd) {
+        ::close(*fd);
+        delete fd;
+    });
+    f.fd = -1;
+    return MappedWrite::written;
+}
+
+MappedWrite copy_placed_chunks(const PlacedChunks& p, const void* data, int64_t stride, size_t src_elem, const void* fill,
+                               std::string& problem) {
+    if (p.addr.empty()) return MappedWrite::written;
+    if (src_elem == 0) src_elem = p.elem;
+    const int64_t cr = static_cast<int64_t>(p.chunk[0]), cc = static_cast<int64_t>(p.chunk[1]);
+    const int64_t nr = (p.rows + cr - 1) / cr, nc = (p.cols + cc - 1) / cc;
+    const uint64_t bytes = static_cast<uint64_t>(cr * cc) * p.elem;
+    Lap lap;
     // The whole chunk rows [row0, row0 + nr * cr): data's rows, then (a window that ends the dataset) fill.
-    const Window area{row0, 0, nr * cr, nc * cc};
-    const MappedWrite m = copy_through_mapping(f.fd, addr, bytes, row0 / cr, 0, nc, area, data, row0, 0, stride, src_elem,
-                                               elem, row0 + rows, cols, chunk, fill, problem);
+    const Window area{p.row0, 0, nr * cr, nc * cc};
+    const MappedWrite m = copy_through_mapping(*p.fd, p.addr, bytes, p.row0 / cr, 0, nc, area, data, p.row0, 0, stride,
+                                               src_elem, p.elem, p.row0 + p.rows, p.cols, p.chunk, fill, problem);
     if (m == MappedWrite::written && trace_on())
-        std::fprintf(stderr, "tessera: mapped chunks: %lld places %s in %.1f ms, filled and unmapped in %.1f ms\n",
-                     static_cast<long long>(total), computed ? "computed" : "looked up", places_ms, lap.next_ms());
+        std::fprintf(stderr, "tessera: mapped chunks: %lld places %s, filled and unmapped in %.1f ms\n",
+                     static_cast<long long>(p.addr.size()), p.computed ? "computed" : "looked up", lap.next_ms());
     return m;
 }
 

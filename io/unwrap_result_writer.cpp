@@ -29,20 +29,8 @@ std::vector<Attribute> phase_attributes() {
                    "unwrapped phase", "radians");
 }
 
-}  // namespace
-
-void prepare_unwrap_result(Hdf5Writer& out, int compress_phase) {
-    out.set_deflate(compress_phase);
-    out.prepare_f32("unwrapped_phase", phase_attributes());
-}
-
-void write_unwrap_result(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase,
-                         const std::vector<Attribute>& root_attributes) {
-    write_unwrap_datasets(out, r, compress_phase);
-    finish_unwrap_result(out, root_attributes);
-}
-
-void write_unwrap_datasets(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase) {
+// write_unwrap_datasets' writes, in the order of kResultDatasets.
+void write_datasets(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase) {
     // A noisy float phase deflates about 1.3x at ~45 MB/s per core (README): off by default.
     out.set_deflate(compress_phase);
     out.write_f32("unwrapped_phase", r.own, r.u, r.stride, phase_attributes());
@@ -68,6 +56,24 @@ void write_unwrap_datasets(Hdf5Writer& out, const UnwrapResultWindow& r, int com
                                                           "invalid pixels); bit 2: the pixel's cycles corrected from its neighbours")},
                               {"_FillValue", kFillUInt8}},
                              "blocked edges", "1"));
+}
+
+}  // namespace
+
+void prepare_unwrap_result(Hdf5Writer& out, int compress_phase) {
+    out.set_deflate(compress_phase);
+    out.prepare_f32("unwrapped_phase", phase_attributes());
+}
+
+void write_unwrap_result(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase,
+                         const std::vector<Attribute>& root_attributes) {
+    write_unwrap_datasets(out, r, compress_phase);
+    finish_unwrap_result(out, root_attributes);
+}
+
+void write_unwrap_datasets(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase) {
+    // The phase's copy into the file beside the compressed datasets' (section 7).
+    out.write_beside([&] { write_datasets(out, r, compress_phase); });
 }
 
 void finish_unwrap_result(Hdf5Writer& out, const std::vector<Attribute>& root_attributes) {

@@ -624,6 +624,62 @@ TEST_F(Hdf5WriterTest, UncompressedChunksWrittenThroughAMappingReadBack) {
     }
 }
 
+// Writes beside one another (Hdf5Writer::write_beside): the mapped phase copied on a thread of
+// its own while labels go through the library, window after window; the sources overwritten as
+// soon as each call returns (every copy done by then) and every value reads back. A write that
+// throws inside it leaves the copies joined, and the writer abandoned leaves no file.
+TEST_F(Hdf5WriterTest, PhaseCopiedBesideTheLibrarysWritesReadsBack) {
+    const int64_t R = 1100, C = 700;
+    std::vector<float> want(static_cast<size_t>(R * C));
+    for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<float>(i % 8191) * 0.75f - 11.0f;
+    const std::string out = file("beside.h5");
+    {
+        Hdf5Writer w(out, MPI_COMM_WORLD, R, C);
+        w.set_windowed(true);
+        for (const auto& [r0, r1] : {std::pair<int64_t, int64_t>{0, 512}, {512, 1100}}) {
+            const Window win{r0, 0, r1 - r0, C};
+            std::vector<float> phase(want.begin() + r0 * C, want.begin() + r1 * C);
+            std::vector<uint32_t> labels(phase.size(), static_cast<uint32_t>(r0 + 3));
+            w.write_beside([&] {
+                w.set_deflate(0);
+                w.write_f32("unwrapped_phase", win, phase.data(), C, {});
+                w.set_deflate(1);
+                w.write_u32("labels", win, labels.data(), C, {});
+            });
+            std::fill(phase.begin(), phase.end(), -1.0f);
+            std::fill(labels.begin(), labels.end(), 0u);
+        }
+        w.commit();
+    }
+    EXPECT_EQ(read_all<float>(out, "unwrapped_phase"), want);
+    const std::vector<uint32_t> labels = read_all<uint32_t>(out, "labels");
+    ASSERT_EQ(labels.size(), want.size());
+    EXPECT_EQ(labels[0], 3u);
+    EXPECT_EQ(labels[static_cast<size_t>(511 * C)], 3u);
+    EXPECT_EQ(labels[static_cast<size_t>(512 * C)], 515u);
+    EXPECT_EQ(labels.back(), 515u);
+
+    const std::string gone = file("beside_abandoned.h5");
+    std::string what;
+    {
+        Hdf5Writer w(gone, MPI_COMM_WORLD, R, C);
+        auto phase = std::make_unique<std::vector<float>>(want);
+        try {
+            w.write_beside([&] {
+                w.set_deflate(0);
+                w.write_f32("unwrapped_phase", {0, 0, R, C}, phase->data(), C, {});
+                throw std::runtime_error("a later write failed");
+            });
+        } catch (const std::exception& e) {
+            what = e.what();
+        }
+        phase.reset();  // the copy was joined before the exception left write_beside
+    }
+    EXPECT_EQ(what, "a later write failed");
+    EXPECT_FALSE(exists(gone));
+    EXPECT_TRUE(tessera::testing::temporaries_of(gone).empty());
+}
+
 // A dataset prepared before its write (created, its pages made ready on other threads while the
 // caller goes on): the write fills it, another dataset written between them does not disturb
 // it, its attributes are the prepared ones once; abandoned after prepare, no file is left.
