@@ -67,6 +67,11 @@ using RegionFill = std::function<void(const RowsReady&)>;
 // so that the caller can unlock them beside other work (docs/ARCHITECTURE.md 7). Null: none.
 using HostLocks = std::shared_ptr<void>;
 
+// A backend's page-locking of host memory that several Regions upload from and download to
+// (Region::host_locker): callable on any thread, for the device of the thread that made it;
+// null where the range stays pageable.
+using HostLocker = std::function<HostLocks(void* p, size_t bytes)>;
+
 // The offset solve's answer for the region's records (parallel arrays).
 struct ComponentAssignment {
     std::span<const ComponentRecord> records;

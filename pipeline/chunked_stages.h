@@ -58,7 +58,7 @@ namespace chunked {
 struct KeptInput {
     HostBuffer<float> phase;
     HostBuffer<uint8_t> flags;
-    // Region::lock_host's handles of phase and flags (declared after them: released first).
+    // Region::host_locker's handles of phase and flags (declared after them: released first).
     std::shared_ptr<void> phase_locked, flags_locked;
 };
 
@@ -70,7 +70,7 @@ enum class ChunkUse { inputs, all };
 struct ResultArrays {
     HostBuffer<uint32_t> label;
     HostBuffer<int32_t> cycles;
-    std::shared_ptr<void> label_locked, cycles_locked;  // Region::lock_host's (released before the arrays)
+    std::shared_ptr<void> label_locked, cycles_locked;  // Region::host_locker's (released before the arrays)
 };
 
 // Pass 3's ResultArrays handed from chunk to chunk (section 5.1): fresh ones were faulted in, zeroed
@@ -127,20 +127,17 @@ struct ChunkArrays {
         return std::make_unique<KeptInput>(
             KeptInput{std::move(phase), std::move(flags), std::move(phase_locked), std::move(flags_locked)});
     }
-    // The phase and flags page-locked for every pass that uses them (Region::lock_host), once.
-    template <class Region>
-    void lock_inputs() {
-        if (!phase_locked) phase_locked = Region::lock_host(phase.data(), phase.size() * sizeof(float));
-        if (!flags_locked) flags_locked = Region::lock_host(flags.data(), flags.size());
+    // The phase and flags page-locked for every pass that uses them (Region::host_locker), once.
+    void lock_inputs(const HostLocker& lock) {
+        if (!phase_locked) phase_locked = lock(phase.data(), phase.size() * sizeof(float));
+        if (!flags_locked) flags_locked = lock(flags.data(), flags.size());
     }
     // The same for the labels and cycles: once for each set of the pool.
-    template <class Region>
-    void lock_results() {
+    void lock_results(const HostLocker& lock) {
         if (!results) return;
         ResultArrays& r = *results;
-        if (!r.label_locked) r.label_locked = Region::lock_host(r.label.data(), r.label.size() * sizeof(uint32_t));
-        if (!r.cycles_locked && r.cycles.size())
-            r.cycles_locked = Region::lock_host(r.cycles.data(), r.cycles.size() * sizeof(int32_t));
+        if (!r.label_locked) r.label_locked = lock(r.label.data(), r.label.size() * sizeof(uint32_t));
+        if (!r.cycles_locked && r.cycles.size()) r.cycles_locked = lock(r.cycles.data(), r.cycles.size() * sizeof(int32_t));
     }
 
     // A chunk's buffer window: its own rows and columns and the next ones where the image goes on.
@@ -293,6 +290,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     // TESSERA_TRACE: each pass's time waiting for loads and working on chunks, on stderr.
     int pass_no = 0;
     double regions_ms = 0;  // of `worked`: the Regions' construction (uploads, page-locking)
+    std::atomic<double> arrays_ms = 0, loads_ms = 0;  // the loads' time, and of it their arrays' (made or waited for)
     std::atomic<double> sink_ms = 0;  // the sink's writes (of `worked`, or beside it with write_behind)
     auto each_chunk = [&](bool ahead_ok, auto&& load, auto&& use) {
         std::future<decltype(load(int64_t{0}))> ahead;
@@ -308,18 +306,44 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         ++pass_no;
         if (trace_on())
             std::fprintf(stderr, "tessera: chunks/pass %d: waited for loads %9.1f ms, worked %9.1f ms (regions made %9.1f, "
-                         "written %9.1f), %lld chunks\n",
-                         pass_no, waited, worked, regions_ms, sink_ms.load(), static_cast<long long>(n_chunks));
-        regions_ms = sink_ms = 0;
+                         "written %9.1f), %lld chunks; the loads took %9.1f ms (their arrays %9.1f)\n",
+                         pass_no, waited, worked, regions_ms, sink_ms.load(), static_cast<long long>(n_chunks), loads_ms.load(),
+                         arrays_ms.load());
+        regions_ms = sink_ms = arrays_ms = loads_ms = 0;
+    };
+    // Kept inputs and result sets are page-locked once, by the loads (beside the work on the
+    // chunk before), for the device of this thread.
+    const HostLocker lock = Region::host_locker();
+    // Pass 1 keeping its inputs makes chunk i + 1's arrays (first touched and page-locked) while
+    // chunk i is filled: every chunk's inputs are held by the pass's end anyway, so the peak
+    // stays (section 5.1).
+    std::future<std::unique_ptr<chunked::ChunkArrays>> made_ahead;
+    auto make_kept = [&](int64_t i) {
+        auto ca = arrays(i, {}, chunked::ChunkUse::inputs);
+        ca->lock_inputs(lock);
+        return ca;
     };
     // Pass `now`'s load of chunk i: filled from the inputs, or from what pass 1 kept of them.
     auto load_for = [&](int now) {
         return [&, now](int64_t i) {
             const size_t at = static_cast<size_t>(i);
             const chunked::ChunkUse use = now < 3 ? chunked::ChunkUse::inputs : chunked::ChunkUse::all;
-            if (run.keep_inputs && now > 1) return arrays(i, std::move(kept[at]), use);
-            auto ca = arrays(i, {}, use);
-            fill(ca->a);
+            Lap made;
+            std::unique_ptr<chunked::ChunkArrays> ca;
+            const bool filled = !(run.keep_inputs && now > 1);
+            if (!filled) {
+                ca = arrays(i, std::move(kept[at]), use);
+            } else if (run.keep_inputs) {
+                ca = made_ahead.valid() ? made_ahead.get() : make_kept(i);
+                if (i + 1 < n_chunks) made_ahead = std::async(std::launch::async, make_kept, i + 1);
+            } else {
+                ca = arrays(i, {}, use);
+            }
+            ca->lock_results(lock);
+            const double ms = made.next_ms();
+            if (filled) fill(ca->a);
+            arrays_ms = arrays_ms + ms;
+            loads_ms = loads_ms + ms + made.next_ms();
             return ca;
         };
     };
@@ -333,8 +357,6 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         each_chunk(ahead_for(now), load_for(now), [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
             {
                 Lap made;
-                // Kept inputs are uploaded in each pass: page-locked once, not by each pass's Region.
-                if (run.keep_inputs) ca->template lock_inputs<Region>();
                 Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
                 regions_ms += made.next_ms();
                 body(i, region, ca->a);
@@ -546,7 +568,6 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         each_chunk(ahead_for(3), load, [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
             {
                 Lap made;
-                ca->template lock_results<Region>();
                 Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
                 regions_ms += made.next_ms();
                 region.place_cuts(chunk_cuts.of(static_cast<size_t>(i)));
@@ -581,7 +602,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                     return run.chunk_done(3, i + 1, n_chunks);
                 }
                 {
-                    r.ca->template lock_results<Region>();
+                    r.ca->lock_results(lock);
                     Region region(r.ca->a, chunks[static_cast<size_t>(i)], tiles);
                     region.restore_union_find(std::move(r.uf));
                     apply_chunk(i, region);

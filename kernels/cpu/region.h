@@ -40,7 +40,9 @@ public:
     }
     void finish() {}                                 // host arrays already hold the results
     // cuda::Region's page-locking of host memory several Regions use: the CPU's needs none.
-    static std::shared_ptr<void> lock_host(void*, size_t) { return {}; }
+    static HostLocker host_locker() {
+        return [](void*, size_t) { return HostLocks{}; };
+    }
     // Section 3.3's rule over one closed set of residues (partition/matching.h: ClusterRule).
     static void cut_clusters(std::span<const ClusterResidue> res, int64_t H, int64_t W, int64_t radius,
                              std::vector<Cut>& out, ClusterStats& stats) {

@@ -409,6 +409,14 @@ void Region::finish() {
     m.applied = false;
 }
 
-std::shared_ptr<void> Region::lock_host(void* p, size_t bytes) { return lock_host_range(p, bytes); }
+HostLocker Region::host_locker() {
+    int device = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    return [device](void* p, size_t bytes) -> HostLocks {
+        int now = -1;  // a thread of the host's may have another device current (or none yet)
+        if (cudaGetDevice(&now) != cudaSuccess || (now != device && cudaSetDevice(device) != cudaSuccess)) return {};
+        return lock_host_range(p, bytes);
+    };
+}
 
 }  // namespace tessera::cuda

@@ -110,8 +110,8 @@ public:
     HostLocks take_host_locks();
 
     // Host memory that several Regions in turn upload from and download to, page-locked once for
-    // all of them (host_staging.h lock_host_range; null where it stays pageable).
-    static std::shared_ptr<void> lock_host(void* p, size_t bytes);
+    // all of them (host_staging.h lock_host_range) on the calling thread's device, from any thread.
+    static HostLocker host_locker();
 
     // Section 3.3's rule over one closed set of residues (partition/matching.h: ClusterRule): on
     // the current device (kernels/cuda/cut_rule.h) from kDeviceRuleFrom residues where its memory
