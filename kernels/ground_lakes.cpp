@@ -44,6 +44,12 @@ void RowRuns::append_rows(const uint8_t* flags, int64_t stride, int64_t n, int64
     }
 }
 
+void RowRuns::append(const RowRuns& next) {
+    const int64_t base = row_start.back();
+    for (size_t k = 1; k < next.row_start.size(); ++k) row_start.push_back(base + next.row_start[k]);
+    cols.insert(cols.end(), next.cols.begin(), next.cols.end());
+}
+
 LakeRuns::LakeRuns(const RegionArrays& a, const Window& win) : win_(win), W_(a.W) {
     RowRuns runs;
     runs.append_rows(a.flags + a.index(win.row0, win.col0), a.buf.cols, win.rows, win.col0, win.cols);

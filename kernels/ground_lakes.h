@@ -23,6 +23,8 @@ struct RowRuns {
     std::vector<int32_t> cols;
     // Appends the runs of `n` rows of flags (row stride `stride`, first column col0, `cols` wide).
     void append_rows(const uint8_t* flags, int64_t stride, int64_t n, int64_t col0, int64_t cols);
+    // Appends the rows of `next` (the rows after these).
+    void append(const RowRuns& next);
     int64_t rows() const { return static_cast<int64_t>(row_start.size()) - 1; }
 };
 

@@ -378,9 +378,18 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     LakeHalo halo;
     pass([&](int64_t i, Region& region, const RegionArrays& a) {
             const Window& cw = chunks[static_cast<size_t>(i)];
+            // The lakes' runs from the host's flags (the fill's), beside the device's search where
+            // the host is free in the stages (section 7).
+            auto runs_of = [&] {
+                RowRuns rr;
+                rr.append_rows(a.flags + a.index(cw.row0, own.col0), a.buf.cols, cw.rows, own.col0, own.cols);
+                return rr;
+            };
+            std::future<RowRuns> beside;
+            if constexpr (Region::kHostFreeInStages) beside = std::async(std::launch::async, runs_of);
             const ResidueList r = region.find_residues();
             res.insert(res.end(), r.begin(), r.end());
-            runs.append_rows(a.flags + a.index(cw.row0, own.col0), a.buf.cols, cw.rows, own.col0, own.cols);
+            runs.append(beside.valid() ? beside.get() : runs_of());
             if (c1 < W)
                 for (int64_t r = cw.row0; r < cw.row0 + cw.rows; ++r)
                     halo.right.push_back((a.flags[a.index(r, c1)] & kUnreliable) != 0);
