@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -147,9 +148,14 @@ public:
 
     InputRanges fill(const RegionArrays& a, const RowsReady& ready) const override {
         const Window& w = a.buf;
-        std::optional<RasterReader> mask, coherence;
-        if (!mask_.empty()) mask.emplace(mask_, mask_band_);
-        if (!coherence_.empty()) coherence.emplace(coherence_, coherence_band_);
+        // The readers, and the datasets their threads open, kept from fill to fill: a chunked run
+        // opened and closed the coherence on every thread for each chunk (issue 16).
+        {
+            std::lock_guard<std::mutex> lock(readers_mu_);
+            if (!mask_.empty() && !mask_reader_) mask_reader_.emplace(mask_, mask_band_);
+            if (!coherence_.empty() && !coherence_reader_) coherence_reader_.emplace(coherence_, coherence_band_);
+        }
+        const std::optional<RasterReader>&mask = mask_reader_, &coherence = coherence_reader_;
         ThreadRanges mine;
         auto fold_mask = [&](int, int64_t r, int64_t c, const uint8_t* m, int64_t n) { fold_mask_row(a, r * w.cols + c, m, n); };
         auto fold_coherence = [&](int t, int64_t r, int64_t c, const float* g, int64_t n) {
@@ -194,6 +200,8 @@ private:
     std::string coherence_, mask_;
     float thr_;
     int coherence_band_, mask_band_;
+    mutable std::mutex readers_mu_;
+    mutable std::optional<RasterReader> mask_reader_, coherence_reader_;  // made by the first fill
 };
 
 class MemoryPhaseSource final : public PhaseSource {
