@@ -221,19 +221,6 @@ MappedWrite populate_chunks(const std::string& path, haddr_t first, int64_t rows
     Fd f;
     if (open_rw(path, f, problem) != MappedWrite::written) return MappedWrite::failed;
     if (const MappedWrite a = allocate(f.fd, first, end, problem); a != MappedWrite::written) return a;
-    // TESSERA_POPULATE=read (A/B studies): the pages read into the page cache (zeros: the space is
-    // allocated, not written) without a mapping, so that no lock of this process's address space
-    // is held while they are made; the write's mapping then finds them.
-    static const bool by_reading = switch_is("TESSERA_POPULATE", "read");
-    if (by_reading) {
-        const uint64_t step = uint64_t{1} << 21, n = (end - first + step - 1) / step;
-#pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < static_cast<int64_t>(n); ++k) {
-            const uint64_t b = first + static_cast<uint64_t>(k) * step;
-            (void)::readahead(f.fd, static_cast<off64_t>(b), static_cast<size_t>(std::min(step, end - b)));  // advice
-        }
-        return MappedWrite::written;
-    }
     const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)), base = first / page * page, span = end - base;
     const HugeMapping hm(f.fd, base, span, problem);
     if (!hm.map) return MappedWrite::unsupported;
