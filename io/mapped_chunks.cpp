@@ -26,6 +26,19 @@ constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
 constexpr int kPopulateWrite = 23;  // Linux 5.14's value, where the headers predate it
 #endif
 
+// [p, p + bytes) populated writable, in calls of at most `populate_step()` bytes: one call holds
+// this process's address-space lock (for reading) throughout, and a thread that maps or unmaps
+// memory meanwhile (any large allocation) waits for it, and every fault queued behind that one.
+// TESSERA_POPULATE_STEP=0 (A/B studies): one call for the whole range.
+uint64_t populate_step() {
+    static const uint64_t step = switch_is("TESSERA_POPULATE_STEP", "0") ? ~uint64_t{0} : uint64_t{8} << 20;
+    return step;
+}
+void populate_writable(unsigned char* p, uint64_t bytes) {
+    for (uint64_t at = 0; at < bytes; at += populate_step())
+        (void)::madvise(p + at, std::min(populate_step(), bytes - at), kPopulateWrite);  // advice: without it (Linux < 5.14) the stores fault
+}
+
 // A file descriptor closed on every path.
 struct Fd {
     int fd = -1;
@@ -133,7 +146,7 @@ MappedWrite copy_through_mapping(int fd, const std::vector<haddr_t>& addr, uint6
             while (e < k1 && addr[static_cast<size_t>(e)] == addr[static_cast<size_t>(e - 1)] + bytes) ++e;
             const uint64_t p0 = (addr[static_cast<size_t>(s)] - base) / page * page;
             const uint64_t p1 = std::min<uint64_t>(span, (addr[static_cast<size_t>(e - 1)] + bytes - base + page - 1) / page * page);
-            (void)::madvise(map + p0, p1 - p0, kPopulateWrite);  // advice: without it (Linux < 5.14) the stores fault
+            populate_writable(map + p0, p1 - p0);
             s = e;
         }
         populate_ms = lap.next_ms();
@@ -230,7 +243,7 @@ MappedWrite populate_chunks(const std::string& path, haddr_t first, int64_t rows
     {
         const uint64_t t = static_cast<uint64_t>(omp_get_thread_num()), T = static_cast<uint64_t>(omp_get_num_threads());
         const uint64_t n = (span + step - 1) / step, p0 = std::min(span, n * t / T * step), p1 = std::min(span, n * (t + 1) / T * step);
-        if (p1 > p0) (void)::madvise(hm.map + p0, p1 - p0, kPopulateWrite);
+        if (p1 > p0) populate_writable(hm.map + p0, p1 - p0);
     }
     return MappedWrite::written;
 }

@@ -289,7 +289,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     // when `ahead_ok`), use(i, loaded) works on it.
     // TESSERA_TRACE: each pass's time waiting for loads and working on chunks, on stderr.
     int pass_no = 0;
-    double regions_ms = 0;  // of `worked`: the Regions' construction (uploads, page-locking)
+    double regions_ms = 0, ends_ms = 0;  // of `worked`: the Regions' construction (uploads) and their ends
     std::atomic<double> arrays_ms = 0, loads_ms = 0;  // the loads' time, and of it their arrays' (made or waited for)
     std::atomic<double> sink_ms = 0;  // the sink's writes (of `worked`, or beside it with write_behind)
     auto each_chunk = [&](bool ahead_ok, auto&& load, auto&& use) {
@@ -306,10 +306,10 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         ++pass_no;
         if (trace_on())
             std::fprintf(stderr, "tessera: chunks/pass %d: waited for loads %9.1f ms, worked %9.1f ms (regions made %9.1f, "
-                         "written %9.1f), %lld chunks; the loads took %9.1f ms (their arrays %9.1f)\n",
-                         pass_no, waited, worked, regions_ms, sink_ms.load(), static_cast<long long>(n_chunks), loads_ms.load(),
-                         arrays_ms.load());
-        regions_ms = sink_ms = arrays_ms = loads_ms = 0;
+                         "written %9.1f, ended %9.1f), %lld chunks; the loads took %9.1f ms (their arrays %9.1f)\n",
+                         pass_no, waited, worked, regions_ms, sink_ms.load(), ends_ms, static_cast<long long>(n_chunks),
+                         loads_ms.load(), arrays_ms.load());
+        regions_ms = ends_ms = sink_ms = arrays_ms = loads_ms = 0;
     };
     // Kept inputs and result sets are page-locked once, by the loads (beside the work on the
     // chunk before), for the device of this thread.
@@ -355,12 +355,14 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     auto pass = [&](auto&& body) {
         const int now = pass_no + 1;
         each_chunk(ahead_for(now), load_for(now), [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
+            Lap made;
             {
-                Lap made;
                 Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
                 regions_ms += made.next_ms();
                 body(i, region, ca->a);
+                made.next_ms();
             }
+            ends_ms += made.next_ms();
             if (run.keep_inputs && now < 3) kept[static_cast<size_t>(i)] = ca->take_inputs();
         });
     };
@@ -376,8 +378,10 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     std::vector<Residue> res;
     RowRuns runs;
     LakeHalo halo;
+    double found_ms = 0, runs_ms = 0;  // TESSERA_TRACE: find_residues, then the wait for the runs and their append
     pass([&](int64_t i, Region& region, const RegionArrays& a) {
             const Window& cw = chunks[static_cast<size_t>(i)];
+            Lap body;
             // The lakes' runs from the host's flags (the fill's), beside the device's search where
             // the host is free in the stages (section 7).
             auto runs_of = [&] {
@@ -389,7 +393,9 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             if constexpr (Region::kHostFreeInStages) beside = std::async(std::launch::async, runs_of);
             const ResidueList r = region.find_residues();
             res.insert(res.end(), r.begin(), r.end());
+            found_ms += body.next_ms();
             runs.append(beside.valid() ? beside.get() : runs_of());
+            runs_ms += body.next_ms();
             if (c1 < W)
                 for (int64_t r = cw.row0; r < cw.row0 + cw.rows; ++r)
                     halo.right.push_back((a.flags[a.index(r, c1)] & kUnreliable) != 0);
@@ -398,6 +404,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                     halo.below.push_back((a.flags[a.index(r1, c)] & kUnreliable) != 0);
             run.chunk_done(1, i + 1, n_chunks);
         });
+    if (trace_on()) std::fprintf(stderr, "tessera: chunks/pass 1: residues found %.1f ms, then the lakes' runs %.1f ms\n", found_ms, runs_ms);
     stage("residues");
     MatchStats ms;
     std::vector<Cut> cuts;
