@@ -651,7 +651,6 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
             }
         };
         const double px_total = 3.0 * static_cast<double>(own.size());
-        const char* const prepare_after = out && ops.host_free_in_stages ? std::getenv("TESSERA_PREPARE_STREAMED") : nullptr;
         ChunkRun run{fill, sink,
                      [&](const char* s) {
                          if (first_pass) {  // every chunk read once: the checks (section 7)
@@ -667,10 +666,6 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                              agree_read();
                          }
                          stage_hook(s);
-                         // TESSERA_PREPARE_STREAMED=STAGE (A/B studies): the output's pages made
-                         // ready after that stage, where the host keeps the inputs (room to spare).
-                         if (prepare_after && plan.inputs_kept && std::strcmp(s, prepare_after) == 0)
-                             prepare_unwrap_result(*out, opt.compress_phase);
                      },
                      [&](int pass, int64_t done, int64_t total) {
                          static const char* names[] = {"", "read", "cuts", "write"};
