@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -642,6 +643,25 @@ Failure Hdf5Writer::write_in_place(const std::string& name, const Window& own, c
     how = "in place, each rank its own window,";
     bool has_fill_attr = false;
     const T fill = fill_value<T>(attrs, has_fill_attr);
+    if (copies_beside_) {
+        // The copy on a thread of its own while the next datasets are gathered to rank 0
+        // (write_beside joins it and agrees on it on every rank).
+        copies_.push_back(std::async(std::launch::async, [path = tmp_path_, first = place.first, rows = rows_, cols = cols_,
+                                                          shape = std::array<hsize_t, 2>{chunk[0], chunk[1]}, own, data,
+                                                          stride, src_elem, fill, where]() -> std::string {
+            try {
+                std::string e;
+                return write_mapped_window(path, static_cast<haddr_t>(first), rows, cols, shape.data(), sizeof(T), own, data,
+                                           stride, src_elem, &fill, e) == MappedWrite::failed
+                           ? where + ": " + e
+                           : std::string();
+            } catch (const std::exception& x) {
+                return where + ": " + x.what();
+            }
+        }));
+        how = "in place, each rank its own window (copied beside the next writes),";
+        return {};
+    }
     std::string problem;
     if (write_mapped_window(tmp_path_, static_cast<haddr_t>(place.first), rows_, cols_, chunk, sizeof(T), own, data, stride,
                             src_elem, &fill, problem) == MappedWrite::failed)

@@ -59,10 +59,10 @@ public:
     void prepare_f32(const std::string& name, const std::vector<Attribute>& attrs);
     void write_u32(const std::string& name, const Window& own, const uint32_t* data, int64_t stride,
                    const std::vector<Attribute>& attrs);
-    // Runs `writes` (writes of this writer, collective as ever) with each uncompressed dataset that
-    // this one rank writes whole through a mapping copied on a thread of its own, beside the
-    // writes that follow it through the library (section 7); every copy is done, and its verdict
-    // agreed on, when this returns, so the data must live until then, not longer.
+    // Runs `writes` (writes of this writer, collective as ever) with each uncompressed dataset
+    // written through a mapping (one rank's whole rows, or each rank's window in place) copied on
+    // a thread of its own, beside the writes that follow it (section 7); every copy is done, and
+    // its verdict agreed on, when this returns, so the data must live until then, not longer.
     void write_beside(const std::function<void()>& writes);
     // A uint32 dataset from labels `bytes` wide (1, 2 or 4, the same on every rank;
     // kernels/label_width.h): widened chunk by chunk where this writer compresses the chunks

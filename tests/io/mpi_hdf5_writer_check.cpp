@@ -14,6 +14,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
@@ -183,11 +184,17 @@ int main(int argc, char** argv) {
             }
         {
             Hdf5Writer w(out, MPI_COMM_WORLD, kRows, kCols);
-            // Uncompressed (ranks of one node: each writes its own band in place), then deflated.
-            w.set_deflate(0);
-            w.write_f32("unwrapped_phase", own, ph.data(), kStride, {{"units", std::string("radians")}});
-            w.set_deflate(1);
-            w.write_u32("connected_components", own, lab.data(), kStride, {});
+            // Uncompressed (ranks of one node: each writes its own band in place), then deflated,
+            // beside one another (write_beside: the phase's copy joined before it returns, so
+            // its source may be overwritten at once).
+            std::vector<float> ph_copy = ph;
+            w.write_beside([&] {
+                w.set_deflate(0);
+                w.write_f32("unwrapped_phase", own, ph_copy.data(), kStride, {{"units", std::string("radians")}});
+                w.set_deflate(1);
+                w.write_u32("connected_components", own, lab.data(), kStride, {});
+            });
+            std::fill(ph_copy.begin(), ph_copy.end(), 1e9f);
             w.write_i8("cycles", own, k.data(), kStride, {{"ranks", int64_t{g_size}}, {"_FillValue", int64_t{-127}}});
             // netCDF-4 dimensions made by every rank alike, rank 1 owning no pixel.
             std::vector<double> ys(kRows), xs(kCols);
