@@ -140,6 +140,20 @@ Failure agree(Comm& comm, const Failure& local) {
     return out;
 }
 
+// A mapped copy (POSIX calls only: copy(e) is false with what failed in e) on a thread of its
+// own beside the library (Hdf5Writer::write_beside): "" or the failure, `where` first.
+template <class Copy>
+std::future<std::string> copy_on_a_thread(const std::string& where, Copy copy) {
+    return std::async(std::launch::async, [where, copy = std::move(copy)]() -> std::string {
+        try {
+            std::string e;
+            return copy(e) ? std::string() : where + ": " + e;
+        } catch (const std::exception& x) {
+            return where + ": " + x.what();
+        }
+    });
+}
+
 [[noreturn]] void throw_failure(const Failure& f, const std::string& path) {
     switch (f.kind) {
         case FailKind::kInput: throw InputError(path, f.message);
@@ -526,16 +540,9 @@ Failure Hdf5Writer::write_window(const std::string& name, const Window& own, con
                     // Section 7: the copy on a thread of its own while the next datasets go
                     // through the library; write_beside joins it (the space is allocated: a
                     // mapping that fails then is a failure).
-                    copies_.push_back(std::async(std::launch::async, [placed = std::move(placed), data, stride, src_elem, fill,
-                                                                      where]() -> std::string {
-                        try {
-                            std::string e;
-                            return copy_placed_chunks(placed, data, stride, src_elem, &fill, e) == MappedWrite::written
-                                       ? std::string()
-                                       : where + ": " + e;
-                        } catch (const std::exception& x) {
-                            return where + ": " + x.what();
-                        }
+                    copies_.push_back(copy_on_a_thread(where, [placed = std::move(placed), data, stride, src_elem,
+                                                               fill](std::string& e) {
+                        return copy_placed_chunks(placed, data, stride, src_elem, &fill, e) == MappedWrite::written;
                     }));
                     how = "mapped (copied beside the next writes)";
                     break;
@@ -646,18 +653,11 @@ Failure Hdf5Writer::write_in_place(const std::string& name, const Window& own, c
     if (copies_beside_) {
         // The copy on a thread of its own while the next datasets are gathered to rank 0
         // (write_beside joins it and agrees on it on every rank).
-        copies_.push_back(std::async(std::launch::async, [path = tmp_path_, first = place.first, rows = rows_, cols = cols_,
-                                                          shape = std::array<hsize_t, 2>{chunk[0], chunk[1]}, own, data,
-                                                          stride, src_elem, fill, where]() -> std::string {
-            try {
-                std::string e;
-                return write_mapped_window(path, static_cast<haddr_t>(first), rows, cols, shape.data(), sizeof(T), own, data,
-                                           stride, src_elem, &fill, e) == MappedWrite::failed
-                           ? where + ": " + e
-                           : std::string();
-            } catch (const std::exception& x) {
-                return where + ": " + x.what();
-            }
+        copies_.push_back(copy_on_a_thread(where, [path = tmp_path_, first = place.first, rows = rows_, cols = cols_,
+                                                   shape = std::array<hsize_t, 2>{chunk[0], chunk[1]}, own, data, stride,
+                                                   src_elem, fill](std::string& e) {
+            return write_mapped_window(path, static_cast<haddr_t>(first), rows, cols, shape.data(), sizeof(T), own, data,
+                                       stride, src_elem, &fill, e) != MappedWrite::failed;
         }));
         how = "in place, each rank its own window (copied beside the next writes),";
         return {};

@@ -342,8 +342,8 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             ca->lock_results(lock);
             const double ms = made.next_ms();
             if (filled) fill(ca->a);
-            arrays_ms = arrays_ms + ms;
-            loads_ms = loads_ms + ms + made.next_ms();
+            arrays_ms += ms;
+            loads_ms += ms + made.next_ms();
             return ca;
         };
     };
