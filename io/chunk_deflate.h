@@ -1,6 +1,7 @@
 // Shuffle + deflate of a chunked dataset's chunks on the host's threads, written with
 // H5Dwrite_chunk: what HDF5's shuffle and deflate filters do chunk by chunk on one thread
-// (ARCHITECTURE.md section 7), so that a one-rank result file is not bound by one core's zlib.
+// (ARCHITECTURE.md section 7), so that a one-rank result file is not bound by one core's zlib;
+// level 1 deflated by ISA-L (the same zlib stream format, any reader inflates it).
 #pragma once
 #include <hdf5.h>
 

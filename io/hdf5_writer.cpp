@@ -838,7 +838,7 @@ void Hdf5Writer::write_beside(const std::function<void()>& writes) {
     }
 }
 
-void Hdf5Writer::prepare_f32(const std::string& name, const std::vector<Attribute>& attrs) {
+void Hdf5Writer::prepare_f32(const std::string& name, const std::vector<Attribute>& attrs, int threads) {
     static const bool off = switch_is("TESSERA_PREPARE_WRITE", "0");
     if (off || !serial_ || deflate_level_ != 0 || !mapped_writes_enabled() || committed_ || file_ < 0 ||
         !writes_own_chunks(Window{0, 0, rows_, cols_}) || prepared_.count(name) > 0 || populating_.valid())
@@ -861,10 +861,10 @@ void Hdf5Writer::prepare_f32(const std::string& name, const std::vector<Attribut
         local = {FailKind::kRuntime, hdf5_failure(where + ": cannot restore the file format's version bounds")};
     if (Failure f = agree(comm_, local)) throw_failure(f, path_);
     if (first == HADDR_UNDEF) return;  // the write asks the library for each chunk's place
-    populating_ = std::async(std::launch::async, [path = tmp_path_, first, rows = rows_, cols = cols_, chunk] {
+    populating_ = std::async(std::launch::async, [path = tmp_path_, first, rows = rows_, cols = cols_, chunk, threads] {
         std::string problem;
         Lap lap;
-        (void)populate_chunks(path, first, rows, cols, chunk, sizeof(float), problem);  // advice: the write finds any fault
+        (void)populate_chunks(path, first, rows, cols, chunk, sizeof(float), threads, problem);  // advice: the write finds any fault
         if (trace_on()) std::fprintf(stderr, "tessera: output pages made ready in %.1f ms\n", lap.next_ms());
     });
 }

@@ -55,8 +55,8 @@ public:
     // now, with `attrs`, and its chunks' pages made ready in the page cache on threads of their
     // own meanwhile, so that the write_f32 that follows (the same name and attributes) only
     // copies. Nothing where it would not be written so (several ranks, compressed, or
-    // TESSERA_PREPARE_WRITE=0 for A/B studies).
-    void prepare_f32(const std::string& name, const std::vector<Attribute>& attrs);
+    // TESSERA_PREPARE_WRITE=0 for A/B studies). `threads`: how many make them ready (0: all).
+    void prepare_f32(const std::string& name, const std::vector<Attribute>& attrs, int threads = 0);
     void write_u32(const std::string& name, const Window& own, const uint32_t* data, int64_t stride,
                    const std::vector<Attribute>& attrs);
     // Runs `writes` (writes of this writer, collective as ever) with each uncompressed dataset

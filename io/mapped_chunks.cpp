@@ -229,7 +229,7 @@ MappedWrite allocate_chunks(const std::string& path, haddr_t first, int64_t rows
 }
 
 MappedWrite populate_chunks(const std::string& path, haddr_t first, int64_t rows, int64_t cols, const hsize_t chunk[2],
-                            size_t elem, std::string& problem) {
+                            size_t elem, int threads, std::string& problem) {
     const uint64_t end = chunks_end(first, rows, cols, chunk, elem);
     Fd f;
     if (open_rw(path, f, problem) != MappedWrite::written) return MappedWrite::failed;
@@ -239,7 +239,7 @@ MappedWrite populate_chunks(const std::string& path, haddr_t first, int64_t rows
     if (!hm.map) return MappedWrite::unsupported;
     // Each thread a contiguous stretch of whole huge pages (see copy_through_mapping).
     const uint64_t step = HugeMapping::kHuge;
-#pragma omp parallel
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
     {
         const uint64_t t = static_cast<uint64_t>(omp_get_thread_num()), T = static_cast<uint64_t>(omp_get_num_threads());
         const uint64_t n = (span + step - 1) / step, p0 = std::min(span, n * t / T * step), p1 = std::min(span, n * (t + 1) / T * step);

@@ -57,11 +57,12 @@ MappedWrite allocate_chunks(const std::string& path, haddr_t first, int64_t rows
                             size_t elem, std::string& problem);
 
 // The pages of all the chunks of that layout from `first` made present and writable in the page
-// cache (their space allocated in the file first), on this process's threads, and unmapped: a
-// later write of them only copies. POSIX calls only (no HDF5): any thread may run it beside the
-// library. Advice: `unsupported` or `failed` leave the write to find what is wrong.
+// cache (their space allocated in the file first), on `threads` of this process's threads (0: as
+// many as OpenMP gives), and unmapped: a later write of them only copies. POSIX calls only (no
+// HDF5): any thread may run it beside the library. Advice: `unsupported` or `failed` leave the
+// write to find what is wrong.
 MappedWrite populate_chunks(const std::string& path, haddr_t first, int64_t rows, int64_t cols, const hsize_t chunk[2],
-                            size_t elem, std::string& problem);
+                            size_t elem, int threads, std::string& problem);
 
 // Window `w` of that dataset (ds_rows x ds_cols, space allocated: allocate_chunks) from `data`
 // (row stride `stride` elements of src_elem bytes, zero-extended to elem) into the file through a

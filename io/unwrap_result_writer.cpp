@@ -60,9 +60,9 @@ void write_datasets(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_p
 
 }  // namespace
 
-void prepare_unwrap_result(Hdf5Writer& out, int compress_phase) {
+void prepare_unwrap_result(Hdf5Writer& out, int compress_phase, int threads) {
     out.set_deflate(compress_phase);
-    out.prepare_f32("unwrapped_phase", phase_attributes());
+    out.prepare_f32("unwrapped_phase", phase_attributes(), threads);
 }
 
 void write_unwrap_result(Hdf5Writer& out, const UnwrapResultWindow& r, int compress_phase,

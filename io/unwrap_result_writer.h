@@ -33,8 +33,9 @@ void write_unwrap_datasets(Hdf5Writer& out, const UnwrapResultWindow& r, int com
 void finish_unwrap_result(Hdf5Writer& out, const std::vector<Attribute>& root_attributes);
 
 // Before write_unwrap_result, while the host waits (a device's stages): /unwrapped_phase created
-// and its pages made ready where one rank writes it whole through a mapping (Hdf5Writer::prepare_f32).
-void prepare_unwrap_result(Hdf5Writer& out, int compress_phase);
+// and its pages made ready on `threads` threads (0: all) where one rank writes it whole through a
+// mapping (Hdf5Writer::prepare_f32).
+void prepare_unwrap_result(Hdf5Writer& out, int compress_phase, int threads = 0);
 
 // Collective over the writer's ranks: every rank passes its window (the same datasets on every
 // rank), then the root attributes (finish_unwrap_result). /unwrapped_phase deflated at `compress_phase` (0: none).

@@ -3,7 +3,7 @@
 # into ./build. Idempotent; run as root on a fresh machine. TESSERA_CUDA=ON|OFF|AUTO.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(cmake ninja-build g++ make pkg-config python3 zlib1g-dev
+packages=(cmake ninja-build g++ make pkg-config python3 zlib1g-dev libisal-dev
           libgdal-dev gdal-bin libhdf5-openmpi-dev hdf5-tools libopenmpi-dev openmpi-bin
           libcli11-dev libgtest-dev libfftw3-dev python3-matplotlib
           pybind11-dev python3-dev python3-numpy python3-h5py python3-gdal python3-mpi4py

@@ -55,6 +55,10 @@ struct Plan {
     // the input is read once. kept_bytes: the largest rank's (in host_bytes).
     bool inputs_kept = false;
     int64_t kept_bytes = 0;
+    // Where the host's share also holds the output phase's pages (4 B a pixel of the own window)
+    // beside the kept inputs and the chunks, they are made ready in the page cache beside pass 2
+    // (section 5.1): pass 3's writes then only copy. Page cache, not the process's own (host_bytes).
+    bool output_ready_early = false;
     bool write_behind = false;   // PlanRequest::write_behind, for a streamed run (in host_bytes)
     // The window in one piece when it fits both limits; otherwise chunks (even one: a chunked
     // run holds fewer bytes a pixel than a run in one piece).

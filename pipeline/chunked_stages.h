@@ -26,6 +26,7 @@
 #include "kernels/lap.h"
 #include "kernels/region.h"
 #include "kernels/residue.h"
+#include "kernels/residue_lists.h"
 #include "kernels/vector_memory.h"
 #include "partition/comm.h"
 #include "partition/error_agreement.h"
@@ -375,7 +376,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     st.tiles = tiles.count();
 
     // Pass 1: residues and the lakes' runs (and the halo's unreliable pixels).
-    std::vector<Residue> res;
+    std::vector<ResidueList> found;  // each chunk's, made one list after the pass
     RowRuns runs;
     LakeHalo halo;
     double found_ms = 0, runs_ms = 0;  // TESSERA_TRACE: find_residues, then the wait for the runs and their append
@@ -391,8 +392,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             };
             std::future<RowRuns> beside;
             if constexpr (Region::kHostFreeInStages) beside = std::async(std::launch::async, runs_of);
-            const ResidueList r = region.find_residues();
-            res.insert(res.end(), r.begin(), r.end());
+            found.push_back(region.find_residues());
             found_ms += body.next_ms();
             runs.append(beside.valid() ? beside.get() : runs_of());
             runs_ms += body.next_ms();
@@ -404,7 +404,11 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                     halo.below.push_back((a.flags[a.index(r1, c)] & kUnreliable) != 0);
             run.chunk_done(1, i + 1, n_chunks);
         });
-    if (trace_on()) std::fprintf(stderr, "tessera: chunks/pass 1: residues found %.1f ms, then the lakes' runs %.1f ms\n", found_ms, runs_ms);
+    Lap join;
+    ResidueList res = joined(found);
+    if (trace_on())
+        std::fprintf(stderr, "tessera: chunks/pass 1: residues found %.1f ms, then the lakes' runs %.1f ms; joined in %.1f ms\n",
+                     found_ms, runs_ms, join.next_ms());
     stage("residues");
     MatchStats ms;
     std::vector<Cut> cuts;
@@ -413,7 +417,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
         const LakeView view = lake_view(lakes);
         cuts = match_residues(res, view, grid, p.max_pair_distance, comm, ms, &Region::cut_clusters, p.far_reach);
     }
-    if (run.residues_out) *run.residues_out = std::move(res);
+    if (run.residues_out) run.residues_out->assign(res.begin(), res.end());
     release(res);
     ChunkCuts chunk_cuts(cuts, chunks, H, W);  // each chunk's Region takes only the cuts that reach its rows
     st.residues = ms.residues, st.pairs = ms.pairs, st.ground_cuts = ms.ground_cuts;

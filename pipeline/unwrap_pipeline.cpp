@@ -651,6 +651,10 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
             }
         };
         const double px_total = 3.0 * static_cast<double>(own.size());
+        // Section 5.1: the output's pages made ready beside pass 2 where the plan has room for them,
+        // on a few threads (all 16 slowed the matching and pass 2 by what pass 3 gained).
+        constexpr int kPrepareThreads = 4;
+        const bool prepare_early = out && ops.host_free_in_stages && plan.output_ready_early;
         ChunkRun run{fill, sink,
                      [&](const char* s) {
                          if (first_pass) {  // every chunk read once: the checks (section 7)
@@ -666,6 +670,8 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                              agree_read();
                          }
                          stage_hook(s);
+                         if (prepare_early && std::strcmp(s, "matching") == 0)
+                             prepare_unwrap_result(*out, opt.compress_phase, kPrepareThreads);
                      },
                      [&](int pass, int64_t done, int64_t total) {
                          static const char* names[] = {"", "read", "cuts", "write"};

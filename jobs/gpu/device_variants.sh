@@ -28,7 +28,7 @@ for v in "${list[@]}"; do
   rm -f "$d/o_$k.h5"
   perf_run $k env "${envs[@]}" TESSERA_TRACE=1 tessera unwrap --backend cuda --tile-size 1024 "${opts[@]}" $in "$d/o_$k.h5" 2>&1 |
     awk '/^tessera: hdf5 / { n[$3]++; ms[$3] += $(NF-1); how[$3] = ($6 == "mapped" ? "mapped" : "library/threads"); next }
-         /^tessera: (read|upload|residues|matching|union_find|offset_solve|apply|write) +[0-9]|^tessera: fill:|into the run|census of|scan and|mapped window|region gone|sinks written|committed in|pages made ready|chunks\/|Mpixel|upload beside|unlocked|the lakes|matching\/|device rule:|mapped copies/ { print }
+         /^tessera: (read|upload|residues|matching|union_find|offset_solve|apply|write) +[0-9]|^tessera: fill:|into the run|census of|scan and|mapped window|region gone|sinks written|committed in|pages made ready|chunks\/|Mpixel|upload beside|unlocked|the lakes|matching\/|device rule:|mapped copies|find_residues:|deflated chunks/ { print }
          END { for (d in n) printf "hdf5 %s %.0f ms in %d writes (%s)\n", d, ms[d], n[d], how[d] }' |
     tr -s ' ' | tr '\n' ';'
   echo " <- $v"

@@ -5,6 +5,7 @@
 #include "kernels/cuda/region.h"
 
 #include <cstddef>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "kernels/cuda/region_records.h"
 #include "kernels/cuda/region_upload.h"
 #include "kernels/label_width.h"
+#include "kernels/lap.h"
 #include "kernels/union_find.h"
 
 namespace tessera::cuda {
@@ -246,7 +248,16 @@ Region::DeviceResult Region::device_result() const {
 
 ResidueList Region::find_residues() {
     Impl& m = *impl_;
-    return residues_of(download_charges(m.nodes.get(), compact_charges(m.d, m.own, m.nodes.get(), m.s), m.s), m.own, m.a.W);
+    Lap lap;
+    const int64_t n = compact_charges(m.d, m.own, m.nodes.get(), m.s);
+    const double compact_ms = lap.next_ms();
+    const UntouchedVector<PlaquetteCharge> charges = download_charges(m.nodes.get(), n, m.s);
+    const double download_ms = lap.next_ms();
+    ResidueList res = residues_of(charges, m.own, m.a.W);
+    if (trace_on())
+        std::fprintf(stderr, "tessera: find_residues: compact %.1f ms, download %.1f ms, residues_of %.1f ms (%lld plaquettes)\n",
+                     compact_ms, download_ms, lap.next_ms(), static_cast<long long>(n));
+    return res;
 }
 
 void Region::place_cuts(std::span<const Cut> cuts) {

@@ -570,6 +570,33 @@ TEST_F(Hdf5WriterTest, WindowsOfWholeChunkRowsDeflateOnThreads) {
     }
 }
 
+// Noise barely deflates (ISA-L's level 1 then keeps stored blocks) and every level from 1 to 9 (1:
+// ISA-L, others: zlib) reads back through HDF5's own filter, in windows of whole chunk rows.
+TEST_F(Hdf5WriterTest, NoisyChunksDeflateAtEveryLevelAndReadBack) {
+    const int64_t R = 1024, C = 600;
+    std::vector<float> noise(static_cast<size_t>(R * C));
+    uint64_t x = 88172645463325252ull;
+    for (float& v : noise) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        std::memcpy(&v, &x, sizeof v);  // any bits, NaNs included: compared as bits below
+    }
+    for (int level : {1, 2, 6, 9}) {
+        const std::string out = file("noise_deflate.h5");
+        {
+            Hdf5Writer w(out, MPI_COMM_WORLD, R, C);
+            w.set_windowed(true);
+            w.set_deflate(level);
+            w.write_f32("a", {0, 0, 512, C}, noise.data(), C, {});
+            w.write_f32("a", {512, 0, 512, C}, noise.data() + 512 * C, C, {});
+            w.commit();
+        }
+        const std::vector<float> got = read_all<float>(out, "a");
+        ASSERT_EQ(got.size(), noise.size());
+        EXPECT_EQ(std::memcmp(got.data(), noise.data(), noise.size() * sizeof(float)), 0) << "level " << level;
+        std::filesystem::remove(out);
+    }
+}
+
 // One rank's uncompressed dataset (io/mapped_chunks.h): made with every chunk allocated and no
 // fill, its windows' chunks stored through a mapping of the file at places computed from the
 // implicit index; every value reads back through the library, the last row of chunks padded past
@@ -682,7 +709,8 @@ TEST_F(Hdf5WriterTest, PhaseCopiedBesideTheLibrarysWritesReadsBack) {
 
 // A dataset prepared before its write (created, its pages made ready on other threads while the
 // caller goes on): the write fills it, another dataset written between them does not disturb
-// it, its attributes are the prepared ones once; abandoned after prepare, no file is left.
+// it, its attributes are the prepared ones once; prepared on two threads and written in windows
+// (a streamed run) alike; abandoned after prepare, no file is left.
 TEST_F(Hdf5WriterTest, PreparedDatasetIsWrittenAndReadsBack) {
     const int64_t R = 1100, C = 700;
     std::vector<float> v(static_cast<size_t>(R * C));
@@ -709,6 +737,19 @@ TEST_F(Hdf5WriterTest, PreparedDatasetIsWrittenAndReadsBack) {
     EXPECT_EQ(units, "radians");
     EXPECT_EQ(H5Aget_num_attrs(d), 2);  // units and _FillValue, once each
     H5Dclose(d);
+
+    // As a streamed run writes it: prepared on two threads, then written in windows of chunk rows.
+    const std::string rows = file("prepared_windows.h5");
+    {
+        Hdf5Writer w(rows, MPI_COMM_WORLD, R, C);
+        w.set_windowed(true);
+        w.set_deflate(0);
+        w.prepare_f32("unwrapped_phase", attrs, 2);
+        for (const int64_t r0 : {int64_t{0}, int64_t{512}, int64_t{1024}})
+            w.write_f32("unwrapped_phase", {r0, 0, std::min<int64_t>(512, R - r0), C}, v.data() + r0 * C, C, attrs);
+        w.commit();
+    }
+    EXPECT_EQ(read_all<float>(rows, "unwrapped_phase"), v);
 
     const std::string gone = file("prepared_abandoned.h5");
     {

@@ -118,6 +118,31 @@ TEST(ChunkPlan, InputsKeptWhereTheyFit) {
     EXPECT_FALSE(make_plan(h, "in.tif").inputs_kept);
 }
 
+TEST(ChunkPlan, OutputPagesReadyEarlyWhereTheShareHoldsThemToo) {
+    // The phase's 4 B a pixel beside what the plan holds (chunks and kept inputs) within the
+    // stages' share (3/4 of the limit), counted here from the plan's host bytes.
+    PlanRequest h;
+    h.H = h.W = 4096, h.tile = 512;
+    const int64_t phase = 4096LL * 4096 * 4;  // 64 MiB
+    auto check = [&](bool want) {
+        const Plan k = make_plan(h, "in.tif");
+        ASSERT_TRUE(k.streamed);
+        ASSERT_TRUE(k.inputs_kept);
+        EXPECT_EQ(k.output_ready_early, k.host_bytes + phase <= h.host_limit * 3 / 4);
+        EXPECT_EQ(k.output_ready_early, want);
+    };
+    h.host_limit = int64_t{256} << 20;  // the chunks grow to fill the share: no room left
+    check(false);
+    h.cuda = true, h.device_limit = int64_t{128} << 20, h.host_limit = int64_t{1} << 30;  // chunks the device's size
+    check(true);
+    h.cuda = false, h.device_limit = -1, h.host_limit = -1, h.chunk_rows = 1024;  // no limit: room for them
+    EXPECT_TRUE(make_plan(h, "in.tif").output_ready_early);
+    h.keep_inputs = false;  // a run that rereads its inputs has no room to spare
+    EXPECT_FALSE(make_plan(h, "in.tif").output_ready_early);
+    h.keep_inputs = true, h.chunk_rows = 0;  // in one piece: not a streamed run's plan
+    EXPECT_FALSE(make_plan(h, "in.tif").output_ready_early);
+}
+
 TEST(ChunkPlan, DeviceLimitAndTheDeviceWindowBound) {
     PlanRequest q;
     q.H = 69696, q.W = 70560, q.tile = 512, q.cuda = true;
