@@ -34,11 +34,6 @@ void gather_chunk(unsigned char* out, const unsigned char* data, int64_t stride,
     }
 }
 
-namespace {
-
-// `n` bytes deflated with the zlib framing H5Z_filter_deflate reads, into `out` (grown to fit):
-// the length, or 0 where it failed. Level 1 through ISA-L's level 1, 10-15x zlib's speed on
-// label chunks and smaller (section 7); other levels through zlib's, as the user chose them.
 size_t deflate_bytes(const unsigned char* in, size_t n, int level, std::vector<unsigned char>& out) {
     out.resize(compressBound(static_cast<uLong>(n)) + 1024);  // ISA-L's stored blocks fit zlib's bound
     if (level != 1) {
@@ -55,6 +50,8 @@ size_t deflate_bytes(const unsigned char* in, size_t n, int level, std::vector<u
     if (isal_deflate(&z) != COMP_OK || z.internal_state.state != ZSTATE_END) return 0;
     return z.total_out;
 }
+
+namespace {
 
 // One chunk: as it is (level 0: gather_chunk), or byte-shuffled as H5Z_filter_shuffle does
 // (byte j of element i goes to j * n + i) straight from the source, a plane at a time (bytes
