@@ -652,7 +652,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         };
         const double px_total = 3.0 * static_cast<double>(own.size());
         // Section 5.1: the output's pages made ready beside pass 2 where the plan has room for them,
-        // on a few threads (all 16 slowed the matching and pass 2 by what pass 3 gained).
+        // on a few threads (all the host's slowed the matching and pass 2 by what pass 3 gained).
         constexpr int kPrepareThreads = 4;
         const bool prepare_early = out && ops.host_free_in_stages && plan.output_ready_early;
         ChunkRun run{fill, sink,
