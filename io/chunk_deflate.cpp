@@ -36,10 +36,11 @@ void gather_chunk(unsigned char* out, const unsigned char* data, int64_t stride,
 
 size_t deflate_bytes(const unsigned char* in, size_t n, int level, std::vector<unsigned char>& out) {
     out.resize(compressBound(static_cast<uLong>(n)) + 1024);  // ISA-L's stored blocks fit zlib's bound
-    if (level != 1) {
+    auto by_zlib = [&] {
         uLongf len = out.size();
-        return compress2(out.data(), &len, in, static_cast<uLong>(n), level) == Z_OK ? len : 0;
-    }
+        return compress2(out.data(), &len, in, static_cast<uLong>(n), level) == Z_OK ? static_cast<size_t>(len) : 0;
+    };
+    if (level != 1 || n > UINT32_MAX / 2) return by_zlib();
     thread_local std::vector<uint8_t> level_buf(ISAL_DEF_LVL1_DEFAULT);
     isal_zstream z;
     isal_deflate_init(&z);
@@ -47,7 +48,8 @@ size_t deflate_bytes(const unsigned char* in, size_t n, int level, std::vector<u
     z.gzip_flag = IGZIP_ZLIB, z.end_of_stream = 1, z.flush = NO_FLUSH;
     z.next_in = const_cast<uint8_t*>(in), z.avail_in = static_cast<uint32_t>(n);
     z.next_out = out.data(), z.avail_out = static_cast<uint32_t>(out.size());
-    if (isal_deflate(&z) != COMP_OK || z.internal_state.state != ZSTATE_END) return 0;
+    // Where ISA-L did not finish (no known input does), zlib's level 1 makes the same format.
+    if (isal_deflate(&z) != COMP_OK || z.internal_state.state != ZSTATE_END) return by_zlib();
     return z.total_out;
 }
 
@@ -55,7 +57,7 @@ namespace {
 
 // One chunk: as it is (level 0: gather_chunk), or byte-shuffled as H5Z_filter_shuffle does
 // (byte j of element i goes to j * n + i) straight from the source, a plane at a time (bytes
-// past src_elem zero, padding fill's), and compressed as H5Z_filter_deflate does (compress2).
+// past src_elem zero, padding fill's), and deflated in H5Z_filter_deflate's format (deflate_bytes).
 // Whether the chunk at (r0, c0) lies inside the image and holds one value; that value's bytes.
 bool uniform_chunk(const unsigned char* data, int64_t stride, int64_t rows, int64_t cols, size_t src_elem,
                    const hsize_t chunk[2], int64_t r0, int64_t c0, uint64_t& value) {
