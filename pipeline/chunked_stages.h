@@ -5,6 +5,8 @@
 // tile borders, handled as the region handles the borders between its tiles, so the result is
 // bit for bit unwrap_region's on the whole window, for any chunk height.
 #pragma once
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -250,7 +252,7 @@ struct RowState {
     float phase;
 };
 
-inline std::vector<RowState> row_state(const std::vector<PixelState>& s) {
+inline std::vector<RowState> row_state(std::span<const PixelState> s) {
     std::vector<RowState> out;
     out.reserve(s.size());
     for (const PixelState& p : s) out.push_back({(p.flags & kUnreliable) ? int64_t{-1} : p.root, p.k, p.phase});
@@ -435,27 +437,36 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     const bool correcting = cycle_correction_on(p);
     const int64_t deep = correcting ? kCorrectionReach : 1;
     std::map<int64_t, std::vector<chunked::RowState>> edge_rows;
+    double cuts_ms = 0, uf_ms = 0, strips_ms = 0;  // TESSERA_TRACE: pass 2's parts
     pass([&](int64_t i, Region& region, const RegionArrays& a) {
             const Window& cw = chunks[static_cast<size_t>(i)];
+            Lap part;
             region.place_cuts(chunk_cuts.of(static_cast<size_t>(i)));
+            cuts_ms += part.next_ms();
             RegionComponents c = region.union_find();
+            uf_ms += part.next_ms();
             comps.records.insert(comps.records.end(), c.records.begin(), c.records.end());
             comps.constraints.insert(comps.constraints.end(), c.constraints.begin(), c.constraints.end());
             comps.conflicts += c.conflicts;
-            const Window first{cw.row0, own.col0, 1, own.cols}, last{cw.row0 + cw.rows - 1, own.col0, 1, own.cols};
-            std::vector<PixelState> top = region.strip(first);
+            // The chunk's first and last `edge` rows, in two strips (each a round trip to the device):
+            // the constraints with the chunk above, and the edge rows the correction reads.
+            const int64_t end = cw.row0 + cw.rows, edge = std::min<int64_t>(correcting ? kCorrectionReach : 1, cw.rows);
+            const size_t cols = static_cast<size_t>(own.cols);
+            const std::vector<PixelState> head = region.strip({cw.row0, own.col0, edge, own.cols}),
+                                          tail = region.strip({end - edge, own.col0, edge, own.cols});
             for (size_t j = 0; j < above.size(); ++j) {
-                const PixelState &pa = above[j], &pb = top[j];
+                const PixelState &pa = above[j], &pb = head[j];
                 if (pa.flags & kBlockDown) continue;
                 // k(b) - k(a) = -n(a->b)  =>  K(root b) - K(root a) = -n - k_b + k_a.
                 comps.constraints.push_back({pa.root, pb.root, -wrap_count(pa.phase, pb.phase) - pb.k + pa.k});
             }
-            above = region.strip(last);
-            const int64_t end = cw.row0 + cw.rows;
+            above.assign(tail.end() - static_cast<std::ptrdiff_t>(cols), tail.end());
             if (correcting)
-                for (int64_t r = cw.row0; r < end; ++r)
-                    if (r < cw.row0 + kCorrectionReach || r >= end - kCorrectionReach)
-                        edge_rows[r] = chunked::row_state(region.strip({r, own.col0, 1, own.cols}));
+                for (int64_t y = 0; y < edge; ++y) {
+                    const size_t at = static_cast<size_t>(y) * cols;
+                    edge_rows[cw.row0 + y] = chunked::row_state(std::span(head).subspan(at, cols));
+                    edge_rows[end - edge + y] = chunked::row_state(std::span(tail).subspan(at, cols));
+                }
             auto keep_rows = [&](int64_t from, int64_t to) {  // the own window's rows from .. to - 1 within this chunk
                 from = std::max(from, cw.row0), to = std::min(to, end);
                 if (from < to) borders.keep({from, own.col0, to - from, own.cols}, region.strip({from, own.col0, to - from, own.cols}));
@@ -475,8 +486,12 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                     scratch_error.keep(std::current_exception());
                 }
             }
+            strips_ms += part.next_ms();
             run.chunk_done(2, i + 1, n_chunks);
         });
+    if (trace_on())
+        std::fprintf(stderr, "tessera: chunks/pass 2: cuts placed %.1f ms, union-find %.1f ms, strips and states %.1f ms\n",
+                     cuts_ms, uf_ms, strips_ms);
     if (run.scratch) scratch_error.agree(comm);
     stage("union_find");
     const GlobalSolution g = solve_global(comps, grid, comm, p.min_component_size, p.reference,
@@ -567,6 +582,10 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
     auto hand_on = [&](int64_t i, std::unique_ptr<chunked::ChunkArrays> ca) {
         written();
         auto write = [&, i, ca = std::move(ca)] {
+            // Behind a device's next chunk (its uploads, downloads and host parts) and the phase's
+            // copy through the mapping (a thread of its own, all threads): the sink's own teams on
+            // half the host's threads packed the labels faster (bench/results/gpu_h200_one_gpu.md, session 34).
+            if (run.write_behind && Region::kHostFreeInStages) omp_set_num_threads(std::max(1, omp_get_max_threads() / 2));
             Lap wrote;
             sink(ca->a, chunks[static_cast<size_t>(i)], st.label_bytes);
             sink_ms += wrote.next_ms();
@@ -585,17 +604,25 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             if (!ahead_for(3)) written();
             return inner(i);
         };
+        double uf3_ms = 0, apply_ms = 0, ended_ms = 0, handed_ms = 0;  // TESSERA_TRACE: pass 3's parts
         each_chunk(ahead_for(3), load, [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
+            Lap made;
             {
-                Lap made;
                 Region region(ca->a, chunks[static_cast<size_t>(i)], tiles);
                 regions_ms += made.next_ms();
                 region.place_cuts(chunk_cuts.of(static_cast<size_t>(i)));
                 (void)region.union_find();
+                uf3_ms += made.next_ms();
                 apply_chunk(i, region);
+                apply_ms += made.next_ms();
             }
+            ended_ms += made.next_ms();
             hand_on(i, std::move(ca));
+            handed_ms += made.next_ms();
         });
+        if (trace_on())
+            std::fprintf(stderr, "tessera: chunks/pass 3: cuts and union-find %.1f ms, apply to finish %.1f ms, regions ended %.1f ms, "
+                         "waits for the sink %.1f ms\n", uf3_ms, apply_ms, ended_ms, handed_ms);
     } else {
         struct Restored {
             std::unique_ptr<chunked::ChunkArrays> ca;

@@ -113,6 +113,12 @@ int64_t union_find_components(const DeviceArrays& a, const Window& own, uint64_t
 // k relative to it) of w's pixels after union_find_components (k = 0 at a root).
 void resolve_words(const uint64_t* nodes, const Window& own, const Window& w, uint64_t* out, cudaStream_t s);
 
+// resolve_words, and beside each word the pixel's flags and phase from the arrays at `flags` and
+// `phase` (w's first pixel, rows buf_cols apart): a strip's whole state in one kernel, so that a
+// column strip comes down in three plain copies rather than row by row.
+void resolve_strip(const uint64_t* nodes, const Window& own, const Window& w, const uint8_t* flags, const float* phase,
+                   int64_t buf_cols, uint64_t* out_words, uint8_t* out_flags, float* out_phase, cudaStream_t s);
+
 // Writes (label, offset) into the root words of d_recs' roots and marks them (kRootMark).
 void mark_roots(const DeviceArrays& a, const Window& own, uint64_t* nodes, const DeviceRootRecord* d_recs, int64_t n,
                 cudaStream_t s);

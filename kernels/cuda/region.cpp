@@ -293,16 +293,23 @@ std::vector<PixelState> Region::strip(const Window& w) const {
     if (!m.own.contains(w.row0, w.col0) || !m.own.contains(w.row0 + w.rows - 1, w.col0 + w.cols - 1))
         throw std::out_of_range("cuda::Region::strip: window outside the own window");
     const size_t n = static_cast<size_t>(w.size());
-    const std::vector<uint64_t> words = m.resolved(Window{w.row0 - m.own.row0, w.col0 - m.own.col0, w.rows, w.cols});
+    // One kernel gathers the words, flags and phase (before apply() the device phase is still the
+    // wrapped phase; the host's may never have held it): a column strip as a 2D copy went row by row.
+    std::vector<uint64_t> words(n);
     std::vector<uint8_t> flags(n);
     std::vector<float> phase(n);
-    const int64_t b0 = m.a.index(w.row0, w.col0);
-    copy_window(flags.data(), w.cols, m.d.flags + b0, m.a.buf.cols, w.rows, w.cols, cudaMemcpyDeviceToHost, m.s,
-                "strip (download flags)");
-    // Before apply() the device phase is still the wrapped phase (the host's may never have held it).
-    copy_window(phase.data(), w.cols, m.d.phase + b0, m.a.buf.cols, w.rows, w.cols, cudaMemcpyDeviceToHost, m.s,
-                "strip (download phase)");
-    check(cudaStreamSynchronize(m.s), "strip (sync)");
+    {
+        const StreamBuffer<uint64_t> d_words(n, m.s, "strip (allocate words)");
+        const StreamBuffer<float> d_phase(n, m.s, "strip (allocate phase)");
+        const StreamBuffer<uint8_t> d_flags(n, m.s, "strip (allocate flags)");
+        const int64_t b0 = m.a.index(w.row0, w.col0);
+        resolve_strip(m.nodes.get(), m.own, Window{w.row0 - m.own.row0, w.col0 - m.own.col0, w.rows, w.cols},
+                      m.d.flags + b0, m.d.phase + b0, m.a.buf.cols, d_words.get(), d_flags.get(), d_phase.get(), m.s);
+        check(cudaMemcpyAsync(words.data(), d_words.get(), n * sizeof(uint64_t), cudaMemcpyDeviceToHost, m.s), "strip (download words)");
+        check(cudaMemcpyAsync(flags.data(), d_flags.get(), n, cudaMemcpyDeviceToHost, m.s), "strip (download flags)");
+        check(cudaMemcpyAsync(phase.data(), d_phase.get(), n * sizeof(float), cudaMemcpyDeviceToHost, m.s), "strip (download phase)");
+        check(cudaStreamSynchronize(m.s), "strip (sync)");
+    }
     std::vector<PixelState> out(n);
     for (size_t i = 0; i < n; ++i)
         out[i] = {m.global_of(uf::parent(words[i])), uf::potential(words[i]), phase[i], flags[i]};

@@ -835,6 +835,19 @@ void harvest_records(uint64_t* nodes, Pending& p, std::vector<uint64_t>& out, cu
                   [](uint64_t x, uint64_t y) { return static_cast<uint32_t>(x) < static_cast<uint32_t>(y); });
 }
 
+// (root, k relative to it) of own-local pixel l: at most two hops after union_find_components.
+__device__ inline uint64_t resolved_word(const uint64_t* nodes, uint32_t l) {
+    const uint64_t v = nodes[l];
+    const uint32_t p = dev::parent(v);
+    uint64_t r = dev::pack(l, 0);
+    if (p != l) {
+        const uint64_t vp = nodes[p];
+        r = dev::parent(vp) == p ? dev::pack(p, dev::potential(v))
+                                 : dev::pack(dev::parent(vp), dev::potential(v) + dev::potential(vp));
+    }
+    return r;
+}
+
 // out[y * w.cols + x] = (root, k relative to it) of own pixel (w.row0 + y, w.col0 + x) (own-local
 // window w): at most two hops (union_find_components); a root's potential half is its count.
 __global__ void resolve_kernel(const uint64_t* nodes, int64_t own_cols, Window w, uint64_t* out) {
@@ -843,19 +856,33 @@ __global__ void resolve_kernel(const uint64_t* nodes, int64_t own_cols, Window w
          i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
         const int64_t y = i / w.cols, x = i % w.cols;
         const uint32_t l = static_cast<uint32_t>((w.row0 + y) * own_cols + w.col0 + x);
-        const uint64_t v = nodes[l];
-        const uint32_t p = dev::parent(v);
-        uint64_t r = dev::pack(l, 0);
-        if (p != l) {
-            const uint64_t vp = nodes[p];
-            r = dev::parent(vp) == p ? dev::pack(p, dev::potential(v))
-                                     : dev::pack(dev::parent(vp), dev::potential(v) + dev::potential(vp));
-        }
-        out[i] = r;
+        out[i] = resolved_word(nodes, l);
+    }
+}
+
+__global__ void resolve_strip_kernel(const uint64_t* nodes, int64_t own_cols, Window w, const uint8_t* flags,
+                                     const float* phase, int64_t buf_cols, uint64_t* out_words, uint8_t* out_flags,
+                                     float* out_phase) {
+    const int64_t n = w.rows * w.cols;
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const int64_t y = i / w.cols, x = i % w.cols;
+        const uint32_t l = static_cast<uint32_t>((w.row0 + y) * own_cols + w.col0 + x);
+        out_words[i] = resolved_word(nodes, l);
+        out_flags[i] = flags[y * buf_cols + x];
+        out_phase[i] = phase[y * buf_cols + x];
     }
 }
 
 }  // namespace
+
+void resolve_strip(const uint64_t* nodes, const Window& own, const Window& w, const uint8_t* flags, const float* phase,
+                   int64_t buf_cols, uint64_t* out_words, uint8_t* out_flags, float* out_phase, cudaStream_t s) {
+    if (w.size() <= 0) return;
+    const int blocks = static_cast<int>(std::min<int64_t>((w.size() + 255) / 256, 1024));
+    resolve_strip_kernel<<<blocks, 256, 0, s>>>(nodes, own.cols, w, flags, phase, buf_cols, out_words, out_flags, out_phase);
+    check(cudaGetLastError(), "resolve_strip (launch)");
+}
 
 void resolve_words(const uint64_t* nodes, const Window& own, const Window& w, uint64_t* out, cudaStream_t s) {
     if (w.size() <= 0) return;
