@@ -11,6 +11,20 @@
 
 namespace tessera {
 
+namespace {
+
+// The number a /proc or /sys file starts with; -1 when it has none ("max": no limit) or is absent.
+int64_t read_num(const char* path) {
+    int64_t v = -1;
+    if (FILE* f = std::fopen(path, "r")) {
+        if (std::fscanf(f, "%" SCNd64, &v) != 1) v = -1;
+        std::fclose(f);
+    }
+    return v;
+}
+
+}  // namespace
+
 int64_t available_memory() {
     int64_t avail = -1;
     if (FILE* f = std::fopen("/proc/meminfo", "r")) {
@@ -22,14 +36,6 @@ int64_t available_memory() {
             }
         std::fclose(f);
     }
-    auto read_num = [](const char* path) -> int64_t {
-        int64_t v = -1;
-        if (FILE* f = std::fopen(path, "r")) {
-            if (std::fscanf(f, "%" SCNd64, &v) != 1) v = -1;  // "max": no limit
-            std::fclose(f);
-        }
-        return v;
-    };
     const int64_t limit = read_num("/sys/fs/cgroup/memory.max");        // cgroup v2
     const int64_t used = read_num("/sys/fs/cgroup/memory.current");
     if (limit > 0 && used >= 0 && (avail < 0 || limit - used < avail)) avail = std::max<int64_t>(limit - used, 0);
@@ -39,6 +45,12 @@ int64_t available_memory() {
         avail = std::max<int64_t>(limit1 - used1, 0);
     if (const char* t = std::getenv("TESSERA_TEST_AVAILABLE_MEMORY")) avail = std::atoll(t);  // tests
     return avail;
+}
+
+int64_t writeback_threshold() {
+    if (const int64_t bytes = read_num("/proc/sys/vm/dirty_background_bytes"); bytes > 0) return bytes;
+    const int64_t ratio = read_num("/proc/sys/vm/dirty_background_ratio"), avail = available_memory();
+    return ratio >= 0 && avail >= 0 ? avail / 100 * ratio : -1;
 }
 
 int64_t resident_memory() {

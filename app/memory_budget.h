@@ -10,6 +10,10 @@ namespace tessera {
 // (TESSERA_TEST_AVAILABLE_MEMORY overrides it for tests); -1 when unknown.
 int64_t available_memory();
 
+// Dirty page-cache bytes past which the kernel starts writing them back in the background
+// (vm.dirty_background_bytes, else vm.dirty_background_ratio of the available memory); -1 when unknown.
+int64_t writeback_threshold();
+
 // Bytes this process holds now (VmRSS); 0 when unknown.
 int64_t resident_memory();
 

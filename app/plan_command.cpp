@@ -33,6 +33,7 @@ void print_plan(PlanCli& c) {
     const int64_t given = c.memory_limit != "auto" ? parse_bytes(c.memory_limit, "--memory-limit") : -1;
     q.host_limit = given > 0 ? given : avail < 0 ? -1 : avail / per_node;
     q.host_reserved = memory_reserved(q.host_limit, given > 0);
+    q.writeback_from = writeback_threshold();
     q.device_limit = c.gpu_memory_limit != "auto" ? parse_bytes(c.gpu_memory_limit, "--gpu-memory-limit")
                                                   : ops.device_free_bytes();
     const Plan p = make_plan(q, c.opt.input);

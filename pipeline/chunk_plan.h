@@ -38,6 +38,7 @@ struct PlanRequest {
     bool scratch = false;        // --scratch: a streamed run's third pass reads a scratch file, not the inputs
     bool keep_inputs = true;     // a streamed run may keep its inputs as read in host memory (section 5.1)
     bool write_behind = false;   // a streamed run writes chunk i while it works on chunk i + 1 (section 5.1)
+    int64_t writeback_from = -1; // dirty page-cache bytes past which the kernel writes back (app/memory_budget.h); -1: unknown
 };
 
 struct Plan {
@@ -57,7 +58,8 @@ struct Plan {
     int64_t kept_bytes = 0;
     // Where the host's share also holds the output phase's pages (4 B a pixel of the own window)
     // beside the kept inputs and the chunks, they are made ready in the page cache beside pass 2
-    // (section 5.1): pass 3's writes then only copy. Page cache, not the process's own (host_bytes).
+    // (section 5.1): pass 3's writes then only copy. Page cache, not the process's own (host_bytes);
+    // never more than PlanRequest::writeback_from.
     bool output_ready_early = false;
     bool write_behind = false;   // PlanRequest::write_behind, for a streamed run (in host_bytes)
     // The window in one piece when it fits both limits; otherwise chunks (even one: a chunked

@@ -413,9 +413,11 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
                                : avail < 0          ? -1
                                                     : comm.min(avail / std::max<int64_t>(1, local_ranks));
     const int64_t host_reserved = comm.max(memory_reserved(host_limit, opt.memory_limit > 0));
+    const int64_t writeback_from = comm.min(writeback_threshold());
     auto plan_for = [&](int64_t device_limit) {
         PlanRequest q = plan_request(opt, info, comm.size());
         q.host_limit = host_limit, q.host_reserved = host_reserved, q.device_limit = device_limit;
+        q.writeback_from = writeback_from;
         return make_plan(q, opt.input);
     };
     // A run in one piece's host arrays (counted in the read stage). Where the host holds the window

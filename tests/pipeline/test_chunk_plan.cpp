@@ -135,6 +135,11 @@ TEST(ChunkPlan, OutputPagesReadyEarlyWhereTheShareHoldsThemToo) {
     check(false);
     h.cuda = true, h.device_limit = int64_t{128} << 20, h.host_limit = int64_t{1} << 30;  // chunks the device's size
     check(true);
+    h.writeback_from = phase;  // the kernel writes back past the phase's bytes only: still early
+    check(true);
+    h.writeback_from = phase - 1;  // past them: made in pass 3's windows, as their data comes
+    EXPECT_FALSE(make_plan(h, "in.tif").output_ready_early);
+    h.writeback_from = -1;
     h.cuda = false, h.device_limit = -1, h.host_limit = -1, h.chunk_rows = 1024;  // no limit: room for them
     EXPECT_TRUE(make_plan(h, "in.tif").output_ready_early);
     h.keep_inputs = false;  // a run that rereads its inputs has no room to spare
