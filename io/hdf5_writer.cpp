@@ -840,7 +840,9 @@ void Hdf5Writer::write_beside(const std::function<void()>& writes) {
 
 void Hdf5Writer::prepare_f32(const std::string& name, const std::vector<Attribute>& attrs, int threads) {
     static const bool off = switch_is("TESSERA_PREPARE_WRITE", "0");
-    if (off || !serial_ || deflate_level_ != 0 || !mapped_writes_enabled() || committed_ || file_ < 0 ||
+    // One rank alone: where several gather to rank 0, only it holds the file, and the agreement
+    // below is collective (rank 0 alone in it hung or aborted two-rank device runs, session 34).
+    if (off || comm_.size() > 1 || deflate_level_ != 0 || !mapped_writes_enabled() || committed_ || file_ < 0 ||
         !writes_own_chunks(Window{0, 0, rows_, cols_}) || prepared_.count(name) > 0 || populating_.valid())
         return;
     const std::string where = "HDF5: dataset '" + name + "' of '" + tmp_path_ + "'";

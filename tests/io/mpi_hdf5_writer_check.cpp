@@ -188,9 +188,14 @@ int main(int argc, char** argv) {
             // beside one another (write_beside: the phase's copy joined before it returns, so
             // its source may be overwritten at once).
             std::vector<float> ph_copy = ph;
+            // The phase's pages made ready first, as a device's run does (every rank calls it; it
+            // must agree or do nothing alike: in gather mode only rank 0 holds the file).
+            const std::vector<tessera::Attribute> phase_attrs{{"units", std::string("radians")}};
+            w.set_deflate(0);
+            w.prepare_f32("unwrapped_phase", phase_attrs, 2);
             w.write_beside([&] {
                 w.set_deflate(0);
-                w.write_f32("unwrapped_phase", own, ph_copy.data(), kStride, {{"units", std::string("radians")}});
+                w.write_f32("unwrapped_phase", own, ph_copy.data(), kStride, phase_attrs);
                 w.set_deflate(1);
                 w.write_u32("connected_components", own, lab.data(), kStride, {});
             });
