@@ -442,6 +442,9 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         std::fprintf(stderr, "tessera: the inputs checked %.1f ms and the device chosen %.1f ms into the run\n", checked_ms,
                      std::chrono::duration<double, std::milli>(clock::now() - t_start).count());
     const BackendOps& ops = backend_ops(opt.backend);
+    // The device's ways through the program (pages made ready beside the stages, pass 1 read
+    // ahead), taken on the CPU backend too where TESSERA_HOST_FREE_IN_STAGES=1: tests without a GPU.
+    const bool host_free = ops.host_free_in_stages || switch_is("TESSERA_HOST_FREE_IN_STAGES", "1");
     const int64_t device_free = opt.gpu_memory_limit > 0 ? opt.gpu_memory_limit : ops.device_free_bytes();
     const int64_t device_limit = device_free < 0 ? -1 : comm.min(device_free);
     Plan plan;
@@ -543,7 +546,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         };
         std::vector<Residue> res;
         // While a device works the host's cores make the output's pages ready (section 7).
-        const bool prepare = out && ops.host_free_in_stages;
+        const bool prepare = out && host_free;
         const auto in_core_hook = [&](const char* s) {
             stage_hook(s);
             if (prepare && std::strcmp(s, "upload") == 0) prepare_unwrap_result(*out, opt.compress_phase);
@@ -656,7 +659,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         // Section 5.1: the output's pages made ready beside pass 2 where the plan has room for them,
         // on a few threads (all the host's slowed the matching and pass 2 by what pass 3 gained).
         constexpr int kPrepareThreads = 4;
-        const bool prepare_early = out && ops.host_free_in_stages && plan.output_ready_early;
+        const bool prepare_early = out && host_free && plan.output_ready_early;
         ChunkRun run{fill, sink,
                      [&](const char* s) {
                          if (first_pass) {  // every chunk read once: the checks (section 7)
@@ -688,7 +691,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         run.keep_inputs = plan.inputs_kept;
         run.write_behind = plan.write_behind;
         run.read_ahead_first_pass = switch_is("TESSERA_READ_AHEAD", "1") ||
-                                    (ops.host_free_in_stages && !switch_is("TESSERA_READ_AHEAD", "later"));
+                                    (host_free && !switch_is("TESSERA_READ_AHEAD", "later"));
         run.read_ahead = !switch_is("TESSERA_READ_AHEAD", "0") && !driver_uses_hdf5(info.driver) &&
                          (opt.coherence.empty() || !driver_uses_hdf5(RasterReader(opt.coherence, 1).info().driver)) &&
                          (opt.mask.empty() || !driver_uses_hdf5(RasterReader(opt.mask, 1).info().driver));
