@@ -46,6 +46,9 @@ struct ChunkRun {
     // arrays at once: PlanRequest::write_behind), the sink's calls one at a time and in order.
     // Only where MPI may be called from any thread (the sink's writes are collective).
     bool write_behind = false;
+    // BackendOps::host_free_in_stages (or TESSERA_HOST_FREE_IN_STAGES=1 on the CPU backend, for
+    // tests): the host's threads are free while the stages run, so host work goes beside them.
+    bool host_free = false;
     // --scratch: pass 2 writes each chunk's phase, flags and union-find here, and pass 3 reads
     // them back instead of filling from the inputs (ahead, whatever read_ahead says).
     ScratchFile* scratch = nullptr;

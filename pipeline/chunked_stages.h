@@ -386,14 +386,14 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             const Window& cw = chunks[static_cast<size_t>(i)];
             Lap body;
             // The lakes' runs from the host's flags (the fill's), beside the device's search where
-            // the host is free in the stages (section 7).
+            // the host is free in the stages (run.host_free, section 7).
             auto runs_of = [&] {
                 RowRuns rr;
                 rr.append_rows(a.flags + a.index(cw.row0, own.col0), a.buf.cols, cw.rows, own.col0, own.cols);
                 return rr;
             };
             std::future<RowRuns> beside;
-            if constexpr (Region::kHostFreeInStages) beside = std::async(std::launch::async, runs_of);
+            if (run.host_free) beside = std::async(std::launch::async, runs_of);
             found.push_back(region.find_residues());
             found_ms += body.next_ms();
             runs.append(beside.valid() ? beside.get() : runs_of());
@@ -585,7 +585,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             // Behind a device's next chunk (its uploads, downloads and host parts) and the phase's
             // copy through the mapping (a thread of its own, all threads): the sink's own teams on
             // half the host's threads packed the labels faster (bench/results/gpu_h200_one_gpu.md, session 34).
-            if (run.write_behind && Region::kHostFreeInStages) omp_set_num_threads(std::max(1, omp_get_max_threads() / 2));
+            if (run.write_behind && run.host_free) omp_set_num_threads(std::max(1, omp_get_max_threads() / 2));
             Lap wrote;
             sink(ca->a, chunks[static_cast<size_t>(i)], st.label_bytes);
             sink_ms += wrote.next_ms();

@@ -688,6 +688,7 @@ UnwrapReport run(const UnwrapOptions& opt, const PhaseSource* given, MemoryResul
         // TESSERA_READ_AHEAD=0: each chunk filled only when it is worked on; =1: in pass 1 too, =later:
         // not in pass 1, whatever the backend's choice (A/B studies).
         run.scratch = scratch.get();
+        run.host_free = host_free;
         run.keep_inputs = plan.inputs_kept;
         run.write_behind = plan.write_behind;
         run.read_ahead_first_pass = switch_is("TESSERA_READ_AHEAD", "1") ||
