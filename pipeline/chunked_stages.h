@@ -604,7 +604,7 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
             if (!ahead_for(3)) written();
             return inner(i);
         };
-        double uf3_ms = 0, apply_ms = 0, ended_ms = 0, handed_ms = 0;  // TESSERA_TRACE: pass 3's parts
+        double uf3_ms = 0, apply_ms = 0, handed_ms = 0;  // TESSERA_TRACE: pass 3's parts (its ends in ends_ms)
         each_chunk(ahead_for(3), load, [&](int64_t i, std::unique_ptr<chunked::ChunkArrays>& ca) {
             Lap made;
             {
@@ -616,13 +616,13 @@ RegionStats unwrap_chunked(const RankGrid& grid, Comm& comm, const UnwrapParams&
                 apply_chunk(i, region);
                 apply_ms += made.next_ms();
             }
-            ended_ms += made.next_ms();
+            ends_ms += made.next_ms();
             hand_on(i, std::move(ca));
             handed_ms += made.next_ms();
         });
         if (trace_on())
-            std::fprintf(stderr, "tessera: chunks/pass 3: cuts and union-find %.1f ms, apply to finish %.1f ms, regions ended %.1f ms, "
-                         "waits for the sink %.1f ms\n", uf3_ms, apply_ms, ended_ms, handed_ms);
+            std::fprintf(stderr, "tessera: chunks/pass 3: cuts and union-find %.1f ms, apply to finish %.1f ms, waits for the sink %.1f ms\n",
+                         uf3_ms, apply_ms, handed_ms);
     } else {
         struct Restored {
             std::unique_ptr<chunked::ChunkArrays> ca;
